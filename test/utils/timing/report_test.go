@@ -1,0 +1,110 @@
+package timing
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestWriteFiles(t *testing.T) {
+	t.Parallel()
+	r := NewRecorder()
+	r.Record("", "cluster-up", 12340*time.Millisecond, "")
+	r.Record("TestBootstrap/3", "bootstrap-3", 8*time.Second+123*time.Millisecond, "3 members")
+	r.Record("TestTraffic", "write-gap-max", 1500*time.Microsecond, "a|b\nc")
+	dir := filepath.Join(t.TempDir(), "artifacts")
+	if err := r.WriteFiles(dir); err != nil {
+		t.Fatalf("WriteFiles: %v", err)
+	}
+
+	raw, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatalf("reading %s: %v", JSONFile, err)
+	}
+	var got struct {
+		Entries []map[string]any `json:"entries"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("decoding %s: %v", JSONFile, err)
+	}
+	want := []map[string]any{
+		{"name": "cluster-up", "seconds": 12.34},
+		{"test": "TestBootstrap/3", "name": "bootstrap-3", "seconds": 8.123, "note": "3 members"},
+		{"test": "TestTraffic", "name": "write-gap-max", "seconds": 0.0015, "note": "a|b\nc"},
+	}
+	if diff := cmp.Diff(want, got.Entries); diff != "" {
+		t.Errorf("%s entries (-want +got):\n%s", JSONFile, diff)
+	}
+
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	if err != nil {
+		t.Fatalf("reading %s: %v", MarkdownFile, err)
+	}
+	wantRows := []string{
+		"| Measure | Duration | Test | Note |",
+		"| cluster-up | 12.3s |  |  |",
+		"| bootstrap-3 | 8.12s | TestBootstrap/3 | 3 members |",
+		`| write-gap-max | 1.5ms | TestTraffic | a\|b c |`,
+	}
+	lines := strings.Split(string(md), "\n")
+	for _, row := range wantRows {
+		if !slices.Contains(lines, row) {
+			t.Errorf("%s lacks row %q; got:\n%s", MarkdownFile, row, md)
+		}
+	}
+}
+
+func TestWriteFilesEmpty(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := NewRecorder().WriteFiles(dir); err != nil {
+		t.Fatalf("WriteFiles: %v", err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	if err != nil {
+		t.Fatalf("reading %s: %v", MarkdownFile, err)
+	}
+	if !strings.Contains(string(md), "No durations were recorded.") {
+		t.Errorf("empty report does not say so:\n%s", md)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatalf("reading %s: %v", JSONFile, err)
+	}
+	var rep Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("decoding %s: %v", JSONFile, err)
+	}
+	if rep.Started.IsZero() {
+		t.Error("report has no start time")
+	}
+}
+
+func TestMeasureAndConcurrentRecord(t *testing.T) {
+	t.Parallel()
+	r := NewRecorder()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { r.Record("T", "n", time.Millisecond, "") })
+	}
+	wg.Wait()
+	errBoom := errors.New("boom")
+	if err := r.Measure("T", "failing-step", func() error { return errBoom }); !errors.Is(err, errBoom) {
+		t.Errorf("Measure returned %v, want fn's error", err)
+	}
+	entries := r.Report().Entries
+	if len(entries) != 9 {
+		t.Fatalf("got %d entries, want 9", len(entries))
+	}
+	if last := entries[8]; last.Name != "failing-step" || last.Note != "failed" {
+		t.Errorf("failed measure recorded as %+v, want name failing-step and note failed", last)
+	}
+}
