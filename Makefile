@@ -31,7 +31,7 @@ generate: ## Generate deepcopy code for api/.
 
 .PHONY: manifests
 manifests: ## Generate CRDs into config/crd/bases and RBAC into config/rbac.
-	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=etcd-operator paths=./internal/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt

@@ -1,0 +1,411 @@
+package v1alpha2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+//
+// The spec-level rules below compare the whole spec with its previous value, because a transition
+// rule on an optional field does not run when that field is being added or removed.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && self.replicas == 0 && has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.replicas=0 with spec.storage.medium=Memory is unsupported: pausing a memory-backed cluster wedges on resume. Delete and recreate the cluster instead."
+// +kubebuilder:validation:XValidation:rule="!(has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory') || quantity(string(self.storage.size)).isGreaterThan(quantity('0'))",message="spec.storage.size must be > 0 when spec.storage.medium=Memory (the tmpfs sizeLimit cannot be zero)."
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added to or removed from an existing cluster; delete and recreate"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(oldSelf.tls) || self.tls == oldSelf.tls",message="spec.tls is immutable post-create; delete and recreate the cluster to change TLS configuration"
+// +kubebuilder:validation:XValidation:rule="has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName)",message="spec.storage.storageClassName cannot be added to or removed from an existing cluster; delete and recreate"
+// +kubebuilder:validation:XValidation:rule="!has(self.storage.storageClassName) || !has(oldSelf.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName",message="spec.storage.storageClassName is immutable post-create (a PVC's storageClassName itself is immutable, and the operator does not roll PVCs); delete and recreate the cluster to change the StorageClass"
+// +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth)",message="spec.auth cannot be added to or removed from an existing cluster; delete and recreate"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(oldSelf.auth) || self.auth == oldSelf.auth",message="spec.auth is immutable post-create; delete and recreate the cluster to change auth configuration"
+// +kubebuilder:validation:XValidation:rule="!(has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || (has(self.tls) && has(self.tls.client))",message="spec.auth.enabled requires spec.tls.client (auth credentials must not cross a plaintext connection)"
+// +kubebuilder:validation:XValidation:rule="!(has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || has(self.auth.rootCredentialsSecretRef)",message="spec.auth.enabled requires spec.auth.rootCredentialsSecretRef"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap cannot be added to or removed from an existing cluster; it is consulted only at first bootstrap"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="spec.bootstrap is immutable post-create; it is consulted only at first bootstrap"
+// +kubebuilder:validation:XValidation:rule="!(has(self.bootstrap) && has(self.bootstrap.restore)) || !(has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.bootstrap.restore is unsupported with spec.storage.medium=Memory: the restored data dir is tmpfs, so any seed Pod restart re-restores the snapshot — reverting writes (single member) or breaking the cluster with a fresh ID it can't rejoin (multi-member). Use persistent storage to restore."
+type EtcdClusterSpec struct {
+	// replicas is the number of etcd members. An odd number is recommended: 4 members tolerate
+	// no more failures than 3. 0 pauses the cluster: one dormant member keeps its PVC and member
+	// ID, and setting replicas back to N resumes with the same cluster ID and data. Works with
+	// kubectl scale through the /scale subresource.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// version is the etcd version, for example "3.6.5"; members run the image
+	// <repository>:v<version>. Changes are rolled to running members one at a time. Patch
+	// changes are free; a minor version may only go up, one minor at a time.
+	// +kubebuilder:validation:Pattern=`^\d+\.\d+\.\d+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] == oldSelf.split('.')[0]",messageExpression="'spec.version: changing the major version from ' + oldSelf + ' to ' + self + ' is not supported; stay on ' + oldSelf.split('.')[0] + '.x'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] != oldSelf.split('.')[0] || int(self.split('.')[1]) >= int(oldSelf.split('.')[1])",messageExpression="'spec.version: ' + oldSelf + ' to ' + self + ' is a minor downgrade, which etcd does not support; allowed next versions: any ' + oldSelf.split('.')[0] + '.' + oldSelf.split('.')[1] + '.x patch, or ' + oldSelf.split('.')[0] + '.' + string(int(oldSelf.split('.')[1]) + 1) + '.x'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] != oldSelf.split('.')[0] || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",messageExpression="'spec.version: ' + oldSelf + ' to ' + self + ' skips a minor version; etcd upgrades one minor at a time, so set ' + oldSelf.split('.')[0] + '.' + string(int(oldSelf.split('.')[1]) + 1) + '.x first'"
+	// +required
+	Version string `json:"version"`
+
+	// storage is each member's data directory: a PVC by default, or tmpfs with medium Memory.
+	// +kubebuilder:default={size: "1Gi", medium: ""}
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// progressDeadlineSeconds bounds how long the operator works towards one target before it
+	// reports DeadlineExceeded and adopts the newest spec. Expiry is never terminal: work goes
+	// on. A new value applies the next time a deadline is armed.
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// tls configures client (2379) and peer (2380) TLS. Unset means plaintext on both. It can
+	// be neither added, removed nor changed after creation.
+	// +optional
+	TLS *EtcdClusterTLS `json:"tls,omitempty"`
+
+	// auth turns on etcd authentication with a single root user. Immutable after creation.
+	// +optional
+	Auth *AuthSpec `json:"auth,omitempty"`
+
+	// bootstrap is one-time initialisation, read only while the cluster has no cluster ID.
+	// Immutable after creation.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// resources are the etcd container's requests and limits. Unset means requests of 100m CPU
+	// and 128Mi memory and no limits. Changes roll to running members.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// additionalMetadata is merged onto every object the operator creates for this cluster
+	// (Pods, PVCs, Services, PodDisruptionBudget, EtcdMembers), in place and without restarts.
+	// +optional
+	AdditionalMetadata *AdditionalMetadata `json:"additionalMetadata,omitempty"`
+
+	// affinity is the member Pods' affinity. Unset means a preferred anti-affinity that spreads
+	// members across nodes (kubernetes.io/hostname); an explicit empty object ({}) disables that
+	// default. Changes roll to running members.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// topologySpreadConstraints spread member Pods across topology domains. Changes roll to
+	// running members.
+	// +listType=atomic
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// options are typed etcd flags. Changes roll to running members.
+	// +optional
+	Options *EtcdOptions `json:"options,omitempty"`
+
+	// imagePullSecrets are used to pull the etcd image. A change is used at each member's next
+	// Pod creation and does not restart members by itself.
+	// +listType=atomic
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// nodeSelector restricts member Pods to matching nodes. Changes roll to running members.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations let member Pods run on tainted nodes. Changes roll to running members.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// priorityClassName is the member Pods' PriorityClass. Changes roll to running members.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// podSecurityContext narrows the restricted security context member Pods run with. Changes
+	// roll to running members.
+	// +optional
+	PodSecurityContext *PodSecurityOverrides `json:"podSecurityContext,omitempty"`
+
+	// clientService customises the client Service <cluster>-client, in place.
+	// +optional
+	ClientService *ClientServiceSpec `json:"clientService,omitempty"`
+}
+
+// EtcdClusterTLS configures TLS for the client API (port 2379) and the peer API (port 2380),
+// each optional. Which mode a plane runs in follows from which fields are present.
+type EtcdClusterTLS struct {
+	// client configures TLS on the client API. Unset means plaintext.
+	// +optional
+	Client *ClientTLS `json:"client,omitempty"`
+
+	// peer configures TLS on the peer API; it is always mutual TLS. Unset means plaintext.
+	// +optional
+	Peer *PeerTLS `json:"peer,omitempty"`
+}
+
+// ClientTLS is client API TLS from exactly one source: a Secret you provide (serverSecretRef)
+// or certificates cert-manager issues (certManager). With serverSecretRef alone etcd serves TLS
+// without checking clients; adding operatorClientSecretRef turns on mutual TLS.
+// +kubebuilder:validation:XValidation:rule="has(self.serverSecretRef) != has(self.certManager)",message="exactly one of spec.tls.client.serverSecretRef or spec.tls.client.certManager must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.certManager) || !has(self.operatorClientSecretRef)",message="spec.tls.client.operatorClientSecretRef cannot be combined with certManager; use certManager.operatorClientIssuerRef"
+type ClientTLS struct {
+	// serverSecretRef names a kubernetes.io/tls Secret with tls.crt, tls.key and ca.crt for
+	// etcd's client listener. ca.crt is required: the operator verifies etcd with it, and under
+	// mutual TLS it is also etcd's --trusted-ca-file. The operator checks the certificate's SANs
+	// and key usages.
+	// +optional
+	ServerSecretRef *corev1.LocalObjectReference `json:"serverSecretRef,omitempty"`
+
+	// operatorClientSecretRef names a Secret with the operator's client certificate (tls.crt,
+	// tls.key). Setting it turns on mutual TLS (--client-cert-auth).
+	// +optional
+	OperatorClientSecretRef *corev1.LocalObjectReference `json:"operatorClientSecretRef,omitempty"`
+
+	// certManager has cert-manager issue the client API certificates.
+	// +optional
+	CertManager *ClientCertManagerTLS `json:"certManager,omitempty"`
+}
+
+// ClientCertManagerTLS asks cert-manager for the client API certificates.
+type ClientCertManagerTLS struct {
+	// serverIssuerRef signs the server certificate: Certificate <cluster>-server, Secret
+	// <cluster>-server-tls.
+	// +required
+	ServerIssuerRef IssuerReference `json:"serverIssuerRef"`
+
+	// operatorClientIssuerRef signs the operator's client certificate (Certificate
+	// <cluster>-operator-client, Secret <cluster>-operator-client-tls). Setting it turns on
+	// mutual TLS.
+	// +optional
+	OperatorClientIssuerRef *IssuerReference `json:"operatorClientIssuerRef,omitempty"`
+}
+
+// PeerTLS is peer API TLS from exactly one source. Peer TLS is always mutual.
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef) != has(self.certManager)",message="exactly one of spec.tls.peer.secretRef or spec.tls.peer.certManager must be set"
+type PeerTLS struct {
+	// secretRef names a kubernetes.io/tls Secret with tls.crt, tls.key and ca.crt. The
+	// certificate serves and dials peer connections, so it needs both the serverAuth and the
+	// clientAuth key usage.
+	// +optional
+	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// certManager has cert-manager issue the peer certificate.
+	// +optional
+	CertManager *PeerCertManagerTLS `json:"certManager,omitempty"`
+}
+
+// PeerCertManagerTLS asks cert-manager for the peer certificate.
+type PeerCertManagerTLS struct {
+	// issuerRef signs the peer certificate: Certificate <cluster>-peer, Secret <cluster>-peer-tls.
+	// +required
+	IssuerRef IssuerReference `json:"issuerRef"`
+}
+
+// IssuerReference names a cert-manager Issuer or ClusterIssuer (group cert-manager.io).
+type IssuerReference struct {
+	// name is the issuer's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// kind is Issuer (in the cluster's namespace, the default) or ClusterIssuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +kubebuilder:default=Issuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+}
+
+// AuthSpec turns on etcd authentication with one user, root.
+type AuthSpec struct {
+	// enabled makes the operator create user root with the Secret's password, grant it role
+	// root, and enable authentication once the cluster has converged. Requires spec.tls.client.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// rootCredentialsSecretRef names a kubernetes.io/basic-auth Secret whose non-empty
+	// "password" key is root's password. Its "username" key is ignored and should be "root".
+	// Required when enabled is true.
+	// +optional
+	RootCredentialsSecretRef *corev1.LocalObjectReference `json:"rootCredentialsSecretRef,omitempty"`
+}
+
+// BootstrapSpec is one-time initialisation of a new cluster.
+type BootstrapSpec struct {
+	// restore seeds the new cluster from a snapshot instead of an empty data directory. The
+	// restored cluster gets a new cluster ID. Not allowed with medium Memory.
+	// +optional
+	Restore *RestoreSpec `json:"restore,omitempty"`
+}
+
+// ClientServiceType is the Service type of the client Service.
+// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+type ClientServiceType string
+
+// ClientServiceSpec customises the client Service <cluster>-client.
+type ClientServiceSpec struct {
+	// type is the Service type: ClusterIP (default), NodePort or LoadBalancer. Exposing the
+	// Service adds no names to certificates: cover external names in your own certificates.
+	// +kubebuilder:default=ClusterIP
+	// +optional
+	Type ClientServiceType `json:"type,omitempty"`
+
+	// annotations are merged onto the client Service only, for example load-balancer settings.
+	// Keys with the prefix etcd-operator.cozystack.io/ are rejected.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd-operator.cozystack.io/'))",message="spec.clientService.annotations must not use the reserved prefix etcd-operator.cozystack.io/; remove those keys"
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ObservedClusterSpec is the target the operator has latched from spec and is converging to.
+// Spec edits made while a target is in flight wait until it is reached or its deadline passes.
+type ObservedClusterSpec struct {
+	// replicas is the latched member count.
+	// +required
+	Replicas int32 `json:"replicas"`
+
+	// version is the latched etcd version.
+	// +required
+	Version string `json:"version"`
+
+	// storage is the latched storage; reclaimPolicy is read from spec and ignored here.
+	// +required
+	Storage StorageSpec `json:"storage"`
+
+	// resources are the latched etcd container resources.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// affinity is the latched member Pod affinity.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// topologySpreadConstraints are the latched member Pod spread constraints.
+	// +listType=atomic
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// additionalMetadata is the latched extra metadata.
+	// +optional
+	AdditionalMetadata *AdditionalMetadata `json:"additionalMetadata,omitempty"`
+
+	// options are the latched etcd options.
+	// +optional
+	Options *EtcdOptions `json:"options,omitempty"`
+
+	// imagePullSecrets are the latched image pull Secrets.
+	// +listType=atomic
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// nodeSelector is the latched member Pod node selector.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations are the latched member Pod tolerations.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// priorityClassName is the latched member Pod PriorityClass.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// podSecurityContext is the latched security context override.
+	// +optional
+	PodSecurityContext *PodSecurityOverrides `json:"podSecurityContext,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state of an etcd cluster, recomputed on every reconcile.
+type EtcdClusterStatus struct {
+	// readyMembers counts running voting members whose EtcdMember is Ready (learners never
+	// are). It is the /scale status replica count.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+
+	// selector is the label selector of the cluster's Pods, for the /scale subresource
+	// (kubectl scale, VerticalPodAutoscaler).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// brokenMembers counts members whose Healthy condition is False: replacement candidates.
+	// +optional
+	BrokenMembers int32 `json:"brokenMembers,omitempty"`
+
+	// updatedMembers counts running members whose Pod runs the current member template.
+	// +optional
+	UpdatedMembers int32 `json:"updatedMembers,omitempty"`
+
+	// runningVersion is the lowest etcd version reported by running members; for a paused
+	// cluster, the dormant member's last version. Version changes are checked against it.
+	// +optional
+	RunningVersion string `json:"runningVersion,omitempty"`
+
+	// clusterID is etcd's cluster ID in hex, latched once at discovery.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// clusterToken is the --initial-cluster-token every member is started with.
+	// +optional
+	ClusterToken string `json:"clusterToken,omitempty"`
+
+	// authEnabled is latched to true once etcd authentication is on; it is never cleared.
+	// +optional
+	AuthEnabled bool `json:"authEnabled,omitempty"`
+
+	// observed is the target latched from spec that the operator is converging to.
+	// +optional
+	Observed *ObservedClusterSpec `json:"observed,omitempty"`
+
+	// progressDeadline is when the current target's deadline expires. It is set whenever the
+	// cluster has not converged and cleared on convergence or pause. Patch it into the past to
+	// make the operator adopt a pending spec now.
+	// +optional
+	ProgressDeadline *metav1.Time `json:"progressDeadline,omitempty"`
+
+	// observedGeneration is the metadata.generation last latched into observed. Together with
+	// Progressing=False/Reconciled it means the spec is fully applied.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Available, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdCluster is an etcd cluster run by the operator: one EtcdMember, Pod and PVC per member,
+// with membership changed only through etcd's membership API.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.readyMembers,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedMembers`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Running",type=string,priority=1,JSONPath=`.status.runningVersion`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
+type EtcdCluster struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired cluster.
+	// +required
+	Spec EtcdClusterSpec `json:"spec"`
+
+	// status is the observed cluster.
+	// +optional
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdClusters.
+//
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}

@@ -1,0 +1,77 @@
+package v1alpha2
+
+// Messages returned by the CEL rules in this package's markers. controller-gen cannot read Go
+// constants, so each marker repeats its text literally; TestMarkersUseMessageConstants checks that
+// every constant here appears verbatim in the generated CRDs, and the CRD-validation suite asserts
+// each one against a real API server. Rules 1–13 and F1–F5 keep the reference operator's wording,
+// because users and tools may match on it.
+const (
+	// MsgMemoryPause is rule 1: a tmpfs cluster cannot be paused.
+	MsgMemoryPause = "spec.replicas=0 with spec.storage.medium=Memory is unsupported: pausing a memory-backed cluster wedges on resume. Delete and recreate the cluster instead."
+	// MsgMemorySize is rule 2: tmpfs needs a size limit.
+	MsgMemorySize = "spec.storage.size must be > 0 when spec.storage.medium=Memory (the tmpfs sizeLimit cannot be zero)."
+	// MsgTLSAddRemove is rule 3.
+	MsgTLSAddRemove = "spec.tls cannot be added to or removed from an existing cluster; delete and recreate"
+	// MsgTLSImmutable is rule 4.
+	MsgTLSImmutable = "spec.tls is immutable post-create; delete and recreate the cluster to change TLS configuration"
+	// MsgStorageClassAddRemove is rule 5.
+	MsgStorageClassAddRemove = "spec.storage.storageClassName cannot be added to or removed from an existing cluster; delete and recreate"
+	// MsgStorageClassImmutable is rule 6.
+	MsgStorageClassImmutable = "spec.storage.storageClassName is immutable post-create (a PVC's storageClassName itself is immutable, and the operator does not roll PVCs); delete and recreate the cluster to change the StorageClass"
+	// MsgAuthAddRemove is rule 7.
+	MsgAuthAddRemove = "spec.auth cannot be added to or removed from an existing cluster; delete and recreate"
+	// MsgAuthImmutable is rule 8.
+	MsgAuthImmutable = "spec.auth is immutable post-create; delete and recreate the cluster to change auth configuration"
+	// MsgAuthRequiresClientTLS is rule 9.
+	MsgAuthRequiresClientTLS = "spec.auth.enabled requires spec.tls.client (auth credentials must not cross a plaintext connection)"
+	// MsgAuthRequiresCredentialsRef is rule 10.
+	MsgAuthRequiresCredentialsRef = "spec.auth.enabled requires spec.auth.rootCredentialsSecretRef"
+	// MsgBootstrapAddRemove is rule 11.
+	MsgBootstrapAddRemove = "spec.bootstrap cannot be added to or removed from an existing cluster; it is consulted only at first bootstrap"
+	// MsgBootstrapImmutable is rule 12.
+	MsgBootstrapImmutable = "spec.bootstrap is immutable post-create; it is consulted only at first bootstrap"
+	// MsgRestoreWithMemory is rule 13.
+	MsgRestoreWithMemory = "spec.bootstrap.restore is unsupported with spec.storage.medium=Memory: the restored data dir is tmpfs, so any seed Pod restart re-restores the snapshot — reverting writes (single member) or breaking the cluster with a fresh ID it can't rejoin (multi-member). Use persistent storage to restore."
+	// MsgStorageShrink is rule F1.
+	MsgStorageShrink = "spec.storage.size cannot be shrunk"
+	// MsgMediumImmutable is rule F2.
+	MsgMediumImmutable = "spec.storage.medium is immutable; delete and recreate the cluster to change the storage backend"
+	// MsgClientTLSOneSource is rule F3, first half.
+	MsgClientTLSOneSource = "exactly one of spec.tls.client.serverSecretRef or spec.tls.client.certManager must be set"
+	// MsgClientTLSOperatorWithCertManager is rule F3, second half.
+	MsgClientTLSOperatorWithCertManager = "spec.tls.client.operatorClientSecretRef cannot be combined with certManager; use certManager.operatorClientIssuerRef"
+	// MsgPeerTLSOneSource is rule F4.
+	MsgPeerTLSOneSource = "exactly one of spec.tls.peer.secretRef or spec.tls.peer.certManager must be set"
+	// MsgSnapshotLocationOneOf is rule F5 for any snapshot location (destination or restore source).
+	MsgSnapshotLocationOneOf = "exactly one of destination.s3 or destination.pvc must be set"
+	// MsgRestoreS3Key is rule F5 for an S3 restore source.
+	MsgRestoreS3Key = "bootstrap.restore.source.s3.key must be the exact (non-empty) object key for a restore source"
+	// MsgRestorePVCSubPath is rule F5 for a PVC restore source.
+	MsgRestorePVCSubPath = "bootstrap.restore.source.pvc.subPath must be the exact (non-empty) snapshot file path for a restore source"
+
+	// MsgVersionMajorFormat is rule 14 for a major-version change; arguments: old, new, old major.
+	MsgVersionMajorFormat = "spec.version: changing the major version from %s to %s is not supported; stay on %s.x"
+	// MsgVersionDowngradeFormat is rule 14 for a minor downgrade; arguments: old, new, current
+	// minor, next minor.
+	MsgVersionDowngradeFormat = "spec.version: %s to %s is a minor downgrade, which etcd does not support; allowed next versions: any %s.x patch, or %s.x"
+	// MsgVersionSkipFormat is rule 14 for a skipped minor; arguments: old, new, next minor.
+	MsgVersionSkipFormat = "spec.version: %s to %s skips a minor version; etcd upgrades one minor at a time, so set %s.x first"
+
+	// MsgClientServiceReservedAnnotation is rule 16.
+	MsgClientServiceReservedAnnotation = "spec.clientService.annotations must not use the reserved prefix etcd-operator.cozystack.io/; remove those keys"
+	// MsgRunAsUserPositive is rule 17 for runAsUser.
+	MsgRunAsUserPositive = "spec.podSecurityContext.runAsUser must be > 0 (Pod Security restricted forbids root); omit it to use 65532"
+	// MsgRunAsGroupPositive is rule 17 for runAsGroup.
+	MsgRunAsGroupPositive = "spec.podSecurityContext.runAsGroup must be > 0 (Pod Security restricted forbids group 0); omit it to use 65532"
+	// MsgFSGroupPositive is rule 17 for fsGroup.
+	MsgFSGroupPositive = "spec.podSecurityContext.fsGroup must be > 0 (Pod Security restricted forbids group 0); omit it to use 65532"
+	// MsgSupplementalGroupsPositive is rule 17 for supplementalGroups.
+	MsgSupplementalGroupsPositive = "spec.podSecurityContext.supplementalGroups must all be > 0 (Pod Security restricted forbids group 0); remove 0 and negative IDs"
+	// MsgRestoreChecksumFormat is rule 18.
+	MsgRestoreChecksumFormat = "spec.bootstrap.restore.checksum must be sha256:<64 lowercase hex digits>, as in an EtcdSnapshot's status.artifact.checksum"
+
+	// MsgSnapshotSpecImmutable rejects any change to an EtcdSnapshot's spec.
+	MsgSnapshotSpecImmutable = "EtcdSnapshot spec is immutable; create a new EtcdSnapshot to take another snapshot"
+	// MsgSnapshotClusterRefName rejects an EtcdSnapshot that names no cluster.
+	MsgSnapshotClusterRefName = "spec.clusterRef.name must name an EtcdCluster in the snapshot's namespace"
+)

@@ -1,0 +1,65 @@
+package v1alpha2
+
+// Label keys the operator sets on the objects it creates (api.md §6.1). Services, the
+// PodDisruptionBudget and status.selector select on LabelCluster, never on the generic
+// app.kubernetes.io labels, so that helper Pods never become endpoints.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelCluster   = "etcd-operator.cozystack.io/cluster"
+	// LabelRole is set to RoleVoter on voting members' Pods only.
+	LabelRole        = "etcd-operator.cozystack.io/role"
+	LabelSnapshot    = "etcd-operator.cozystack.io/snapshot"
+	LabelSnapshotFor = "etcd-operator.cozystack.io/snapshot-cluster"
+	LabelSchedule    = "etcd-operator.cozystack.io/schedule"
+
+	// NameEtcd is the value of LabelName on member objects.
+	NameEtcd = "etcd"
+	// NameSnapshotAgent is the value of LabelName on snapshot Jobs and their Pods.
+	NameSnapshotAgent = "etcd-snapshot-agent"
+	// ManagedByOperator is the value of LabelManagedBy.
+	ManagedByOperator = "etcd-operator"
+	// RoleVoter is the value of LabelRole on voting members' Pods.
+	RoleVoter = "voter"
+)
+
+// ReservedPrefix starts every label and annotation key the operator owns. Keys with it are dropped
+// from additionalMetadata and rejected in clientService.annotations.
+const ReservedPrefix = "etcd-operator.cozystack.io/"
+
+// Annotation keys (api.md §6.2).
+const (
+	AnnotationHeadlessServiceName = "etcd-operator.cozystack.io/headless-service-name"
+	AnnotationDataDirSubPath      = "etcd-operator.cozystack.io/data-dir-subpath"
+	AnnotationPeerAutoTLS         = "etcd-operator.cozystack.io/peer-auto-tls"
+	AnnotationTemplateHash        = "etcd-operator.cozystack.io/template-hash"
+	AnnotationMemberUID           = "etcd-operator.cozystack.io/member-uid"
+	AnnotationRemovalReason       = "etcd-operator.cozystack.io/removal-reason"
+	AnnotationAllowDeletion       = "etcd-operator.cozystack.io/allow-deletion"
+	AnnotationReplace             = "etcd-operator.cozystack.io/replace"
+	AnnotationRemoveFirst         = "etcd-operator.cozystack.io/remove-first"
+	AnnotationPausedReplicas      = "etcd-operator.cozystack.io/paused-replicas"
+	AnnotationAdoptionInProgress  = "etcd-operator.cozystack.io/adoption-in-progress"
+	AnnotationApproveRecovery     = "etcd-operator.cozystack.io/approve-recovery"
+	AnnotationMigratedFrom        = "etcd-operator.cozystack.io/migrated-from"
+)
+
+// FinalizerMemberCleanup holds an EtcdMember's deletion until the member has left etcd.
+const FinalizerMemberCleanup = "etcd-operator.cozystack.io/member-cleanup"
+
+// Condition types on EtcdCluster (behaviour.md §22).
+const (
+	ConditionAvailable   = "Available"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+)
+
+// Condition types on EtcdMember (api.md §3.2) and EtcdSnapshot (api.md §4.2).
+const (
+	ConditionReady          = "Ready"
+	ConditionHealthy        = "Healthy"
+	ConditionUpdated        = "Updated"
+	ConditionVersionDrifted = "VersionDrifted"
+)
