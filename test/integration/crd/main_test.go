@@ -1,0 +1,66 @@
+package crd_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+)
+
+// One API server serves every test in this package: starting one costs seconds, and tests
+// isolate themselves by namespace.
+var (
+	k8sClient  client.Client
+	restConfig *rest.Config
+	testEnv    *envtest.Environment
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with `make test`, "+
+			"which builds kube-apiserver, etcd and kubectl from pinned sources and sets it")
+		return 1
+	}
+	if err := etcdv1alpha2.AddToScheme(scheme.Scheme); err != nil {
+		fmt.Fprintln(os.Stderr, "registering the API types:", err)
+		return 1
+	}
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := testEnv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting kube-apiserver and etcd:", err)
+		return 1
+	}
+	defer func() {
+		if err := testEnv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
+		}
+	}()
+	restConfig = cfg
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building a client:", err)
+		return 1
+	}
+	return m.Run()
+}
