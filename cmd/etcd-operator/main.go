@@ -1,0 +1,41 @@
+// Command etcd-operator runs the controllers that manage etcd clusters on Kubernetes. All wiring
+// lives in internal/operator; this file only turns the outcome into an exit code: 0 after a requested
+// stop, 1 when the operator fails, 2 for invalid flags or environment variables.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/etcd-operator/etcd-operator/internal/operator"
+)
+
+func main() {
+	opts, err := operator.ParseOptions(os.Args[1:], os.LookupEnv)
+	if errors.Is(err, flag.ErrHelp) {
+		operator.PrintUsage(os.Stdout)
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcd-operator: %v\n", err)
+		os.Exit(2)
+	}
+
+	logger := operator.NewLogger(opts.Log, os.Stderr)
+	// client-go logs through klog (leader election among others); route it into the same JSON stream.
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	// The first SIGTERM or SIGINT cancels ctx and starts a graceful stop; a second one exits at once.
+	ctx := logr.NewContext(ctrl.SetupSignalHandler(), logger)
+	if err := operator.Run(ctx, opts); err != nil {
+		logger.Error(err, "etcd-operator failed")
+		os.Exit(1)
+	}
+}

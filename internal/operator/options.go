@@ -1,0 +1,394 @@
+package operator
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// EnvPrefix starts the name of every environment variable the operator reads. The rest of the name
+// is the flag name in upper case with dashes turned into underscores, so that
+// --max-concurrent-reconciles is ETCD_OPERATOR_MAX_CONCURRENT_RECONCILES: one rule, nothing to look up.
+const EnvPrefix = "ETCD_OPERATOR_"
+
+// Flag names. They are the public interface of the binary (Helm chart, docs/operator.md), so they are
+// named once here and referred to everywhere else.
+const (
+	FlagKubeconfig              = "kubeconfig"
+	FlagWatchNamespaces         = "watch-namespaces"
+	FlagEtcdImageRepository     = "etcd-image-repository"
+	FlagClusterDomain           = "cluster-domain"
+	FlagMaxConcurrentReconciles = "max-concurrent-reconciles"
+	FlagLeaderElect             = "leader-elect"
+	FlagLeaderElectionNamespace = "leader-election-namespace"
+	FlagHealthProbeBindAddress  = "health-probe-bind-address"
+	FlagMetricsBindAddress      = "metrics-bind-address"
+	FlagGracefulShutdownTimeout = "graceful-shutdown-timeout"
+	FlagLogLevel                = "log-level"
+	FlagLogFormat               = "log-format"
+)
+
+// Defaults of the settings whose default is not the zero value.
+const (
+	DefaultEtcdImageRepository     = "quay.io/coreos/etcd"
+	DefaultClusterDomain           = "cluster.local"
+	DefaultMaxConcurrentReconciles = 4
+	DefaultHealthProbeBindAddress  = ":8081"
+	DefaultMetricsBindAddress      = ":8080"
+
+	// DefaultGracefulShutdownTimeout is shorter than the Pod's default terminationGracePeriodSeconds
+	// (30 s), so that runnables have stopped and the leader Lease has been released before the kubelet
+	// sends SIGKILL; a released Lease lets the next replica lead at once instead of after the lease
+	// duration.
+	DefaultGracefulShutdownTimeout = 20 * time.Second
+)
+
+// Options is the validated configuration of one operator process.
+type Options struct {
+	// Kubeconfig is the path of a kubeconfig file. Empty means the client-go rules: $KUBECONFIG, then
+	// the in-cluster service account, then ~/.kube/config.
+	Kubeconfig string
+	// WatchNamespaces limits the informer caches, and so the clusters the operator manages, to these
+	// namespaces. Empty means every namespace.
+	WatchNamespaces []string
+	// EtcdImageRepository is the image repository, without tag or digest, of etcd member Pods; the tag
+	// comes from each cluster's spec.version.
+	EtcdImageRepository string
+	// ClusterDomain is the Kubernetes DNS domain, used for the fully qualified names put into member
+	// certificates next to the short ones.
+	ClusterDomain string
+	// MaxConcurrentReconciles is the number of workers of each controller.
+	MaxConcurrentReconciles int
+	// LeaderElection makes replicas elect one leader that runs the controllers, so that only one
+	// process ever changes etcd membership.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the leader-election Lease. Empty means the namespace of the Pod the
+	// operator runs in.
+	LeaderElectionNamespace string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
+	HealthProbeBindAddress string
+	// MetricsBindAddress serves Prometheus metrics over plain HTTP at /metrics; "0" disables it.
+	MetricsBindAddress string
+	// GracefulShutdownTimeout bounds how long the manager waits for its runnables after a stop signal.
+	GracefulShutdownTimeout time.Duration
+	// Log configures the process logger.
+	Log LogOptions
+}
+
+// LogOptions configures the process logger.
+type LogOptions struct {
+	// Level is the lowest zap level written. logr's V(n) is zap level -n, so verbosity n is -n here.
+	Level zapcore.Level
+	// Format is how each record is encoded.
+	Format LogFormat
+}
+
+// LogFormat is the encoding of log records.
+type LogFormat string
+
+// Log formats.
+const (
+	// LogFormatJSON writes one JSON object per line; it is the default because log pipelines parse it.
+	LogFormatJSON LogFormat = "json"
+	// LogFormatConsole writes tab-separated text for people reading a terminal.
+	LogFormatConsole LogFormat = "console"
+)
+
+// Source tells where a setting's value came from.
+type Source string
+
+// Sources of a setting's value, in increasing precedence.
+const (
+	SourceDefault Source = "default"
+	SourceEnv     Source = "environment"
+	SourceFlag    Source = "flag"
+)
+
+// OptionError reports a flag or environment value that the operator cannot use. Its message names the
+// flag, its environment variable and what a valid value looks like, because the person reading it is
+// usually editing a Deployment or a values file and needs to know which line to change.
+type OptionError struct {
+	// Flag is the flag name without dashes.
+	Flag string
+	// EnvVar is the environment variable read for the flag, or empty if the flag has none.
+	EnvVar string
+	// Source is where Value came from.
+	Source Source
+	// Value is the rejected value.
+	Value string
+	// Err says why the value is invalid and how to fix it.
+	Err error
+}
+
+// Error implements error. It names what the user actually set: the environment variable when the
+// value came from there, the flag otherwise.
+func (e *OptionError) Error() string {
+	if e.Source == SourceEnv {
+		return fmt.Sprintf("invalid value %q for %s (--%s): %v", e.Value, e.EnvVar, e.Flag, e.Err)
+	}
+	return fmt.Sprintf("invalid value %q for --%s: %v", e.Value, e.Flag, e.Err)
+}
+
+// Unwrap returns the reason, so that callers can use errors.Is on it.
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// ErrUsage marks errors in the shape of the command line itself (an unknown flag, a missing value, a
+// stray argument), as opposed to a value that was understood but is invalid.
+var ErrUsage = errors.New("invalid command line")
+
+// setting is one operator setting: a flag, the environment variable that can also set it, its default
+// and the function that validates a raw value into Options. Keeping the four together is what makes
+// the env names, the --help text and docs/operator.md agree.
+type setting struct {
+	flag string
+	// env is derived from flag by envName unless noEnv is set.
+	noEnv  bool
+	def    string
+	usage  string
+	isBool bool
+	apply  func(o *Options, value string) error
+}
+
+func (s setting) envVar() string {
+	if s.noEnv {
+		return ""
+	}
+	return envName(s.flag)
+}
+
+// envName derives the environment variable of a flag.
+func envName(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// settings lists every setting in the order --help shows them.
+func settings() []setting {
+	return []setting{
+		{
+			flag:  FlagKubeconfig,
+			noEnv: true, // client-go already reads $KUBECONFIG (a list of files) when the flag is empty.
+			usage: "The `path` of a kubeconfig file. Empty means $KUBECONFIG, then the in-cluster service " +
+				"account, then ~/.kube/config.",
+			apply: func(o *Options, v string) error { o.Kubeconfig = v; return nil },
+		},
+		{
+			flag: FlagWatchNamespaces,
+			usage: "Comma-separated `namespaces` whose etcd clusters this operator manages. " +
+				"Empty means all namespaces.",
+			apply: func(o *Options, v string) error {
+				namespaces, err := parseNamespaces(v)
+				o.WatchNamespaces = namespaces
+				return err
+			},
+		},
+		{
+			flag:  FlagEtcdImageRepository,
+			def:   DefaultEtcdImageRepository,
+			usage: "Image `repository` of etcd member Pods, without tag or digest; the tag is the cluster's version.",
+			apply: func(o *Options, v string) error {
+				o.EtcdImageRepository = v
+				return validateImageRepository(v)
+			},
+		},
+		{
+			flag:  FlagClusterDomain,
+			def:   DefaultClusterDomain,
+			usage: "DNS `domain` of the Kubernetes cluster, added to the names in member certificates.",
+			apply: func(o *Options, v string) error {
+				o.ClusterDomain = v
+				return validateClusterDomain(v)
+			},
+		},
+		{
+			flag:  FlagMaxConcurrentReconciles,
+			def:   fmt.Sprint(DefaultMaxConcurrentReconciles),
+			usage: "How many objects each controller reconciles in parallel (a `number`, at least 1).",
+			apply: func(o *Options, v string) error {
+				n, err := parseConcurrency(v)
+				o.MaxConcurrentReconciles = n
+				return err
+			},
+		},
+		{
+			flag:   FlagLeaderElect,
+			def:    "true",
+			isBool: true,
+			usage: "Elect one active replica through a Lease, so that only one process changes etcd " +
+				"membership. Turn off only when exactly one replica can ever run.",
+			apply: func(o *Options, v string) error {
+				b, err := parseBool(v)
+				o.LeaderElection = b
+				return err
+			},
+		},
+		{
+			flag: FlagLeaderElectionNamespace,
+			usage: "The `namespace` of the leader-election Lease " + LeaderElectionID + ". Empty means the " +
+				"namespace of the operator's Pod; required when running outside a cluster.",
+			apply: func(o *Options, v string) error {
+				o.LeaderElectionNamespace = v
+				if v == "" {
+					return nil
+				}
+				return validateNamespace(v)
+			},
+		},
+		{
+			flag:  FlagHealthProbeBindAddress,
+			def:   DefaultHealthProbeBindAddress,
+			usage: "The `host:port` of the /healthz and /readyz endpoint; 0 disables it.",
+			apply: func(o *Options, v string) error {
+				o.HealthProbeBindAddress = v
+				return validateBindAddress(v)
+			},
+		},
+		{
+			flag:  FlagMetricsBindAddress,
+			def:   DefaultMetricsBindAddress,
+			usage: "The `host:port` of the Prometheus /metrics endpoint (plain HTTP); 0 disables it.",
+			apply: func(o *Options, v string) error {
+				o.MetricsBindAddress = v
+				return validateBindAddress(v)
+			},
+		},
+		{
+			flag: FlagGracefulShutdownTimeout,
+			def:  DefaultGracefulShutdownTimeout.String(),
+			usage: "How long (a `duration`) to wait for controllers to finish and the Lease to be released after " +
+				"SIGTERM; keep it below the Pod's terminationGracePeriodSeconds.",
+			apply: func(o *Options, v string) error {
+				d, err := parsePositiveDuration(v)
+				o.GracefulShutdownTimeout = d
+				return err
+			},
+		},
+		{
+			flag:  FlagLogLevel,
+			def:   "info",
+			usage: "Lowest `level` logged: debug, info, error, or a verbosity number (0 = info, 1 = debug, higher = more).",
+			apply: func(o *Options, v string) error {
+				l, err := parseLogLevel(v)
+				o.Log.Level = l
+				return err
+			},
+		},
+		{
+			flag:  FlagLogFormat,
+			def:   string(LogFormatJSON),
+			usage: "Log `format`: json (one object per line) or console (for terminals).",
+			apply: func(o *Options, v string) error {
+				f, err := parseLogFormat(v)
+				o.Log.Format = f
+				return err
+			},
+		},
+	}
+}
+
+// rawValue is a flag.Value that only records what it was given; validation happens afterwards in one
+// place, so that a value is checked the same way whether it came from a flag or the environment.
+type rawValue struct {
+	value  string
+	isBool bool
+}
+
+func (r *rawValue) String() string { return r.value }
+
+func (r *rawValue) Set(v string) error { r.value = v; return nil }
+
+// IsBoolFlag lets boolean settings be given as a bare --flag, as users of the flag package expect.
+func (r *rawValue) IsBoolFlag() bool { return r.isBool }
+
+// ParseOptions builds Options from command-line arguments (without the program name) and the
+// environment, read through lookupEnv (os.LookupEnv in production, a map in tests). A flag wins over
+// its environment variable, which wins over the default. It returns flag.ErrHelp for -h/--help, an
+// error wrapping ErrUsage for a malformed command line, and an *OptionError for an invalid value.
+func ParseOptions(args []string, lookupEnv func(string) (string, bool)) (Options, error) {
+	all := settings()
+	values := make(map[string]*rawValue, len(all))
+	fs := newFlagSet(all, values)
+	// The flag package prints its own errors and usage; the caller prints ours, once.
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Options{}, err
+		}
+		return Options{}, fmt.Errorf("%w: %w; run etcd-operator --help to list the flags", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("%w: unexpected argument %q: etcd-operator takes flags only", ErrUsage, fs.Arg(0))
+	}
+
+	fromFlags := make(map[string]bool, len(all))
+	fs.Visit(func(f *flag.Flag) { fromFlags[f.Name] = true })
+
+	var opts Options
+	sources := make(map[string]Source, len(all))
+	for _, s := range all {
+		value, source := s.def, SourceDefault
+		switch {
+		case fromFlags[s.flag]:
+			value, source = values[s.flag].value, SourceFlag
+		case s.envVar() != "":
+			if v, ok := lookupEnv(s.envVar()); ok {
+				value, source = v, SourceEnv
+			}
+		}
+		sources[s.flag] = source
+		if err := s.apply(&opts, value); err != nil {
+			return Options{}, &OptionError{Flag: s.flag, EnvVar: s.envVar(), Source: source, Value: value, Err: err}
+		}
+	}
+	if err := validateAddressesDiffer(opts, sources[FlagHealthProbeBindAddress]); err != nil {
+		return Options{}, err
+	}
+	return opts, nil
+}
+
+// validateAddressesDiffer catches the one cross-setting mistake that would otherwise surface as a
+// bare "address already in use" after the manager has started.
+func validateAddressesDiffer(o Options, probeSource Source) error {
+	if o.HealthProbeBindAddress == disabledAddress || o.HealthProbeBindAddress != o.MetricsBindAddress {
+		return nil
+	}
+	if port := o.HealthProbeBindAddress[strings.LastIndex(o.HealthProbeBindAddress, ":")+1:]; port == "0" {
+		return nil // port 0 picks a free port for each listener
+	}
+	return &OptionError{
+		Flag:   FlagHealthProbeBindAddress,
+		EnvVar: envName(FlagHealthProbeBindAddress),
+		Source: probeSource,
+		Value:  o.HealthProbeBindAddress,
+		Err:    fmt.Errorf("--%s has the same address; give each endpoint its own port", FlagMetricsBindAddress),
+	}
+}
+
+func newFlagSet(all []setting, values map[string]*rawValue) *flag.FlagSet {
+	fs := flag.NewFlagSet("etcd-operator", flag.ContinueOnError)
+	for _, s := range all {
+		v := &rawValue{value: s.def, isBool: s.isBool}
+		values[s.flag] = v
+		usage := s.usage
+		if env := s.envVar(); env != "" {
+			usage += " Env: " + env + "."
+		}
+		fs.Var(v, s.flag, usage)
+	}
+	return fs
+}
+
+// PrintUsage writes the --help text: every flag with its environment variable and default.
+func PrintUsage(w io.Writer) {
+	fs := newFlagSet(settings(), map[string]*rawValue{})
+	fs.SetOutput(w)
+	_, _ = fmt.Fprintf(w, "Usage: etcd-operator [flags]\n\n"+
+		"Runs the etcd-operator controllers. Every flag can also be set through the environment variable\n"+
+		"named after it (%s plus the flag name in upper case, dashes as underscores); a flag wins over\n"+
+		"its environment variable.\n\nFlags:\n", EnvPrefix)
+	fs.PrintDefaults()
+}
