@@ -123,6 +123,17 @@ func TestArtifactName(t *testing.T) {
 	}
 }
 
+func TestArtifactLabel(t *testing.T) {
+	t.Parallel()
+	label := regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+	for _, name := range []string{"TestA", "TestA/sub test", strings.Repeat("TestLong/", 20), "Test_/"} {
+		got := ArtifactLabel(name)
+		if len(got) > 63 || !label.MatchString(got) {
+			t.Errorf("ArtifactLabel(%q) = %q, not a valid label value", name, got)
+		}
+	}
+}
+
 func TestPoll(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

@@ -47,3 +47,15 @@ func ArtifactName(testName string) string {
 	}
 	return strings.Join(parts, "/")
 }
+
+var nonLabel = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// ArtifactLabel turns a test name into a valid label value (at most 63 characters, starting and
+// ending with an alphanumeric), so namespaces can be traced back to their test.
+func ArtifactLabel(testName string) string {
+	v := nonLabel.ReplaceAllString(testName, "_")
+	if len(v) > 63 {
+		v = v[:63]
+	}
+	return strings.Trim(v, "._-")
+}
