@@ -25,7 +25,7 @@ const (
 	// MsgAuthRequiresClientTLS is rule 9.
 	MsgAuthRequiresClientTLS = "spec.auth.enabled requires spec.tls.client (auth credentials must not cross a plaintext connection)"
 	// MsgAuthRequiresCredentialsRef is rule 10.
-	MsgAuthRequiresCredentialsRef = "spec.auth.enabled requires spec.auth.rootCredentialsSecretRef"
+	MsgAuthRequiresCredentialsRef = "spec.auth.enabled requires spec.auth.rootCredentialsSecretRef" //nolint:gosec // G101: a validation message that names a field, not a credential
 	// MsgBootstrapAddRemove is rule 11.
 	MsgBootstrapAddRemove = "spec.bootstrap cannot be added to or removed from an existing cluster; it is consulted only at first bootstrap"
 	// MsgBootstrapImmutable is rule 12.
