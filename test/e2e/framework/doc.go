@@ -12,7 +12,7 @@
 //
 // Usage, in a package with the e2e tag:
 //
-//	func TestMain(m *testing.M) { framework.Main(m) }
+//	func TestMain(m *testing.M) { os.Exit(framework.Main(m)) }
 //
 //	func TestSomething(t *testing.T) {
 //		f := framework.NewTest(t, framework.Smoke)

@@ -60,13 +60,10 @@ type Suite struct {
 // without Main fails with a clear message instead of a nil pointer.
 var suite *Suite
 
-// Main runs the e2e tests of a package: it connects to the cluster, runs the tests, writes the
-// timing report (always, also when tests fail) and exits. Call it from TestMain.
-func Main(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
+// Main runs the e2e tests of a package: it connects to the cluster, runs the tests and writes
+// the timing report (always, also when tests fail). It returns the exit code; call it from
+// TestMain as os.Exit(framework.Main(m)).
+func Main(m *testing.M) int {
 	s, err := NewSuite(context.Background(), os.Getenv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)

@@ -230,7 +230,7 @@ func (m *Member) Start() error {
 	if err != nil {
 		return fmt.Errorf("opening %s log: %w", m.Name, err)
 	}
-	cmd := exec.Command(m.binary, m.args...) //nolint:gosec // the binary and flags come from the test itself.
+	cmd := exec.Command(m.binary, m.args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// Own process group so signals reach only etcd; Pdeathsig so a crashed test binary does

@@ -1,0 +1,26 @@
+# e2e targets (owner: e2e framework). Included by the root Makefile.
+# The cluster itself comes from `make cluster-up` (hack/make/cluster.mk).
+
+# Where the timing report (timing.json, timing.md) and failed tests' diagnostics go.
+E2E_ARTIFACTS ?= $(CURDIR)/artifacts
+# Overall bound for one e2e run; single waits inside tests have their own timeouts.
+E2E_TIMEOUT ?= 45m
+# Targets run before the tests; add `deploy` once the operator should be installed by e2e.
+E2E_SETUP ?= cluster-up
+E2E_GO_TEST = E2E_ARTIFACTS="$(E2E_ARTIFACTS)" nice go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v
+
+##@ e2e
+
+.PHONY: e2e
+e2e: ## Bring the local cluster up and run the e2e smoke set (E2E_LABELS=smoke); report in artifacts/.
+	@for target in $(E2E_SETUP); do $(MAKE) --no-print-directory $$target; done
+	E2E_LABELS=smoke $(E2E_GO_TEST) ./test/e2e/...
+
+.PHONY: e2e-full
+e2e-full: ## Bring the local cluster up and run every e2e test (or those in E2E_LABELS).
+	@for target in $(E2E_SETUP); do $(MAKE) --no-print-directory $$target; done
+	E2E_LABELS="$(E2E_LABELS)" $(E2E_GO_TEST) ./test/e2e/...
+
+.PHONY: e2e-build
+e2e-build: ## Type-check and vet the e2e packages without running them (no cluster needed).
+	go vet -tags e2e ./test/e2e/...
