@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
+)
+
+const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|all>`
+
+// run dispatches one subcommand, printing the folders it yields on stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("missing subcommand\n%s", usage)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	root, err := pinned.FindRepoRoot(wd)
+	if err != nil {
+		return fmt.Errorf("run from inside the etcd-operator repository: %w", err)
+	}
+	versions, err := pinned.LoadVersions(root)
+	if err != nil {
+		return err
+	}
+	cacheDir, err := pinned.DefaultCacheDir()
+	if err != nil {
+		return err
+	}
+	b := pinned.NewBuilder(cacheDir, versions, stderr)
+
+	var steps []func(context.Context) (string, error)
+	sub, rest := args[0], args[1:]
+	if sub != "etcd" && len(rest) > 0 {
+		return fmt.Errorf("%s takes no arguments\n%s", sub, usage)
+	}
+	etcd := func(releases []string) {
+		if len(releases) == 0 {
+			releases = versions.Etcd
+		}
+		for _, r := range releases {
+			steps = append(steps, func(ctx context.Context) (string, error) { return b.Etcd(ctx, r) })
+		}
+	}
+	switch sub {
+	case "envtest":
+		steps = append(steps, b.Envtest)
+	case "kubernetes":
+		steps = append(steps, b.Kubernetes)
+	case "etcd":
+		etcd(rest)
+	case "coredns":
+		steps = append(steps, b.CoreDNS)
+	case "all":
+		steps = append(steps, b.Kubernetes)
+		etcd(nil)
+		steps = append(steps, b.CoreDNS)
+	default:
+		return fmt.Errorf("unknown subcommand %q\n%s", sub, usage)
+	}
+	for _, step := range steps {
+		dir, err := step(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, dir)
+	}
+	return nil
+}
