@@ -1,0 +1,53 @@
+package desired
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+)
+
+// PVC builds a member's data PVC, data-<member>, or returns nil for a Memory member, which has
+// none.
+//
+// The PVC is deliberately not owned by the EtcdMember: deleting a member object (by mistake, or
+// to re-create it) must never delete its data. Its link to the member is the member-uid
+// annotation instead. Its lifetime follows the owner cluster's storage.reclaimPolicy, read from
+// owner because the policy is not latched into members: Delete (or unset, the API default) adds
+// an ownerReference to the EtcdCluster so the claim is garbage-collected with it; Retain adds
+// none. A nil owner adds none either.
+//
+// The returned PVC shares no memory with member or owner.
+func PVC(member *etcdv1alpha2.EtcdMember, owner *etcdv1alpha2.EtcdCluster) *corev1.PersistentVolumeClaim {
+	spec := &member.Spec
+	if spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory {
+		return nil
+	}
+	annotations := map[string]string{etcdv1alpha2.AnnotationMemberUID: string(member.UID)}
+
+	pvc := &corev1.PersistentVolumeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        PVCName(member.Name),
+			Namespace:   member.Namespace,
+			Labels:      mergeMetadata(additionalLabels(spec.AdditionalMetadata), MemberLabels(spec.ClusterName, member.Name)),
+			Annotations: mergeMetadata(additionalAnnotations(spec.AdditionalMetadata), annotations),
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			// One member, one node: etcd's data directory is never shared.
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: spec.Storage.Size.DeepCopy()},
+			},
+			VolumeMode: ptr.To(corev1.PersistentVolumeFilesystem),
+		},
+	}
+	if spec.Storage.StorageClassName != nil {
+		pvc.Spec.StorageClassName = ptr.To(*spec.Storage.StorageClassName)
+	}
+	if owner != nil && owner.Spec.Storage.ReclaimPolicy != etcdv1alpha2.ReclaimPolicyRetain {
+		pvc.OwnerReferences = []metav1.OwnerReference{clusterOwnerRef(owner)}
+	}
+	return pvc
+}
