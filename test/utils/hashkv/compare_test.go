@@ -127,11 +127,25 @@ func TestCompareDetectsDivergence(t *testing.T) {
 	}
 }
 
+// putOrFatal writes k=v, retrying for up to 30s: right after a member (possibly the leader) is
+// killed, etcd answers "request timed out" or "leader changed" until a new leader is elected.
 func putOrFatal(ctx context.Context, t *testing.T, cli *clientv3.Client, k, v string) {
 	t.Helper()
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := cli.Put(pctx, k, v); err != nil {
-		t.Fatalf("put %s=%s: %v", k, v, err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := cli.Put(pctx, k, v)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("put %s=%s: %v", k, v, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

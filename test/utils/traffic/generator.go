@@ -202,7 +202,9 @@ func (g *Generator) Run(ctx context.Context) (*Result, error) {
 	wg.Wait()
 	end := rec.Since(time.Now())
 
-	final, err := g.readFinal(ctx, keys, cfg.Clients, rec)
+	// Cancelling ctx is how callers stop traffic, so the final reads must outlive it; they
+	// have their own bound (FinalReadTimeout).
+	final, err := g.readFinal(context.WithoutCancel(ctx), keys, cfg.Clients, rec)
 	h := rec.History()
 	res := &Result{
 		History:    h,
