@@ -31,11 +31,12 @@ const (
 type StorageSpec struct {
 	// size is the capacity of each member's data directory: the PVC request, or the tmpfs
 	// sizeLimit when medium is Memory. It may grow but never shrink. Growth expands existing
-	// PVCs in place when their StorageClass allows volume expansion.
+	// PVCs in place when their StorageClass allows volume expansion. (A pointer so that Go
+	// clients that leave it unset get the API server's default instead of sending "0".)
 	// +kubebuilder:default="1Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.storage.size cannot be shrunk"
 	// +optional
-	Size resource.Quantity `json:"size,omitempty"`
+	Size *resource.Quantity `json:"size,omitempty"`
 
 	// medium is "" for one ReadWriteOnce PVC per member, or "Memory" for a tmpfs emptyDir whose
 	// data dies with the Pod (lost members are replaced automatically while quorum holds).

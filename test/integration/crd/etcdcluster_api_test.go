@@ -94,7 +94,7 @@ func TestDefaults(t *testing.T) {
 		Replicas: ptr.To[int32](3),
 		Version:  "3.6.5",
 		Storage: etcdv1alpha2.StorageSpec{
-			Size:          resource.MustParse("1Gi"),
+			Size:          ptr.To(resource.MustParse("1Gi")),
 			Medium:        etcdv1alpha2.StorageMediumDefault,
 			ReclaimPolicy: etcdv1alpha2.ReclaimPolicyDelete,
 		},
@@ -147,7 +147,7 @@ func everyField(namespace string) *etcdv1alpha2.EtcdCluster {
 			Replicas: ptr.To[int32](5),
 			Version:  "3.6.16",
 			Storage: etcdv1alpha2.StorageSpec{
-				Size: resource.MustParse("8Gi"), StorageClassName: ptr.To("fast"),
+				Size: ptr.To(resource.MustParse("8Gi")), StorageClassName: ptr.To("fast"),
 				ReclaimPolicy: etcdv1alpha2.ReclaimPolicyRetain,
 			},
 			ProgressDeadlineSeconds: ptr.To[int32](900),

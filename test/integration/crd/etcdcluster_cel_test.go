@@ -115,11 +115,11 @@ func TestEtcdClusterReferenceRules(t *testing.T) {
 		{name: "restore into memory", create: fns(withMemory("512Mi"), withS3Restore("snap.db")),
 			wantField: "spec", wantMsg: etcdv1alpha2.MsgRestoreWithMemory},
 		// F1.
-		{name: "storage shrunk", create: fns(func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = resource.MustParse("2Gi") }),
-			update:    func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = resource.MustParse("1Gi") },
+		{name: "storage shrunk", create: fns(func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("2Gi")) }),
+			update:    func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("1Gi")) },
 			wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageShrink},
-		{name: "storage grown", update: func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = resource.MustParse("2Gi") }},
-		{name: "storage rewritten in another unit", update: func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = resource.MustParse("1024Mi") }},
+		{name: "storage grown", update: func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("2Gi")) }},
+		{name: "storage rewritten in another unit", update: func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("1024Mi")) }},
 		// F2.
 		{name: "medium changed", update: withMemory("1Gi"),
 			wantField: "spec.storage.medium", wantMsg: etcdv1alpha2.MsgMediumImmutable},

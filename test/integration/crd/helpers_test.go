@@ -49,7 +49,7 @@ func withAuth(c *etcdv1alpha2.EtcdCluster) {
 func withMemory(size string) func(*etcdv1alpha2.EtcdCluster) {
 	return func(c *etcdv1alpha2.EtcdCluster) {
 		c.Spec.Storage.Medium = etcdv1alpha2.StorageMediumMemory
-		c.Spec.Storage.Size = resource.MustParse(size)
+		c.Spec.Storage.Size = ptr.To(resource.MustParse(size))
 	}
 }
 
