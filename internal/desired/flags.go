@@ -48,7 +48,7 @@ func MemberFlagInputs(member *etcdv1alpha2.EtcdMember, state ClusterState) FlagI
 		InitialCluster: member.Spec.InitialCluster,
 		ClusterToken:   member.Spec.ClusterToken,
 		State:          state,
-		StorageSize:    member.Spec.Storage.Size,
+		StorageSize:    StorageSize(member.Spec.Storage),
 		Options:        member.Spec.Options,
 		TLS:            member.Spec.TLS,
 	}

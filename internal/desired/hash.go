@@ -56,7 +56,7 @@ func TemplateHash(spec *etcdv1alpha2.EtcdMemberSpec, image string, ca CADigests)
 		Version:                   spec.Version,
 		Medium:                    spec.Storage.Medium,
 		Resources:                 EffectiveResources(spec.Resources),
-		Options:                   effectiveOptionsOf(spec.Options, spec.Storage.Size),
+		Options:                   effectiveOptionsOf(spec.Options, StorageSize(spec.Storage)),
 		Affinity:                  EffectiveAffinity(spec.Affinity, spec.ClusterName),
 		TopologySpreadConstraints: spec.TopologySpreadConstraints,
 		NodeSelector:              spec.NodeSelector,
@@ -66,7 +66,7 @@ func TemplateHash(spec *etcdv1alpha2.EtcdMemberSpec, image string, ca CADigests)
 		TLS:                       hashTLSOf(spec.TLS, ca),
 	}
 	if spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory {
-		in.MemorySize = canonicalQuantity(spec.Storage.Size)
+		in.MemorySize = canonicalQuantity(StorageSize(spec.Storage))
 	}
 	b, err := json.Marshal(in)
 	if err != nil {

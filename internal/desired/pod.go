@@ -129,8 +129,8 @@ func volumes(member *etcdv1alpha2.EtcdMember) []corev1.Volume {
 		// tmpfs counts against the Pod's memory; sizeLimit makes the kubelet evict the Pod
 		// rather than let it grow without bound.
 		data.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
-		if !member.Spec.Storage.Size.IsZero() {
-			data.EmptyDir.SizeLimit = ptr.To(member.Spec.Storage.Size.DeepCopy())
+		if size := StorageSize(member.Spec.Storage); !size.IsZero() {
+			data.EmptyDir.SizeLimit = &size
 		}
 	} else {
 		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(member.Name)}

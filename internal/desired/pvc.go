@@ -38,7 +38,7 @@ func PVC(member *etcdv1alpha2.EtcdMember, owner *etcdv1alpha2.EtcdCluster) *core
 			// One member, one node: etcd's data directory is never shared.
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: spec.Storage.Size.DeepCopy()},
+				Requests: corev1.ResourceList{corev1.ResourceStorage: StorageSize(spec.Storage)},
 			},
 			VolumeMode: ptr.To(corev1.PersistentVolumeFilesystem),
 		},
