@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -283,6 +284,8 @@ func TestExplainDescribesEveryField(t *testing.T) {
 	kubeconfig := writeKubeconfig(t)
 	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
 	spec := reflectFieldNames(etcdv1alpha2.EtcdClusterSpec{})
+	// The API server publishes a new CRD's OpenAPI asynchronously; wait until kubectl sees it.
+	waitForExplain(t, kubectl, kubeconfig, "etcdcluster.spec")
 	for _, path := range append([]string{"etcdcluster.spec"}, prefixed("etcdcluster.spec.", spec)...) {
 		out := explain(t.Context(), t, kubectl, kubeconfig, path)
 		if !strings.Contains(out, "DESCRIPTION:") {
@@ -297,6 +300,31 @@ func TestExplainDescribesEveryField(t *testing.T) {
 		}
 	}
 }
+
+func waitForExplain(t *testing.T, kubectl, kubeconfig, path string) {
+	t.Helper()
+	deadline := time.Now().Add(openAPIPublishTimeout)
+	for {
+		cmd := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", kubeconfig, "explain", path)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl explain %s still failing after %s: %v\n%s", path, openAPIPublishTimeout, err, out)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(openAPIPollInterval):
+		}
+	}
+}
+
+const (
+	openAPIPublishTimeout = 60 * time.Second
+	openAPIPollInterval   = 500 * time.Millisecond
+)
 
 func explain(ctx context.Context, t *testing.T, kubectl, kubeconfig, path string) string {
 	t.Helper()
