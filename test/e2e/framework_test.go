@@ -231,7 +231,7 @@ func createEtcdFixture(t *testing.T, f *framework.Test, image string) {
 						ImagePullPolicy: corev1.PullNever,
 						// The image holds static binaries only (no shell); the kubelet expands
 						// $(VAR) references from the container's env.
-						Command: []string{"etcd"},
+						Command: []string{"/usr/local/bin/etcd"},
 						Args: []string{
 							"--name=$(POD_NAME)",
 							"--data-dir=/var/lib/etcd",

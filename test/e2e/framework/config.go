@@ -69,7 +69,7 @@ func DefaultKubeconfigPaths(getenv func(string) string) []string {
 		}
 		cache = filepath.Join(base, "etcd-operator")
 	}
-	return []string{filepath.Join(cache, "cluster", "kubeconfig")}
+	return []string{filepath.Join(cache, "localcluster", "kubeconfig")}
 }
 
 // ArtifactsDir returns $E2E_ARTIFACTS, else artifacts/ at the repository root (found from dir

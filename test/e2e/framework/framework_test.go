@@ -21,7 +21,7 @@ func TestKubeconfigPath(t *testing.T) {
 	if _, err := KubeconfigPath(getenv); !errors.Is(err, ErrNoKubeconfig) {
 		t.Errorf("no kubeconfig anywhere: err = %v, want ErrNoKubeconfig", err)
 	}
-	def := filepath.Join(cache, "cluster", "kubeconfig")
+	def := filepath.Join(cache, "localcluster", "kubeconfig")
 	if err := os.MkdirAll(filepath.Dir(def), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestKubeconfigPath(t *testing.T) {
 	}
 	// Without ETCD_OPERATOR_CACHE the default follows the Makefile: $XDG_CACHE_HOME, else ~/.cache.
 	paths := DefaultKubeconfigPaths(func(k string) string { return map[string]string{"HOME": "/h"}[k] })
-	if len(paths) != 1 || paths[0] != "/h/.cache/etcd-operator/cluster/kubeconfig" {
+	if len(paths) != 1 || paths[0] != "/h/.cache/etcd-operator/localcluster/kubeconfig" {
 		t.Errorf("DefaultKubeconfigPaths = %q", paths)
 	}
 }
