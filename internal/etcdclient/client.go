@@ -1,0 +1,414 @@
+package etcdclient
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+)
+
+// Per-call timeouts (behaviour.md §24). Each call applies its timeout on top of the caller's
+// context, so a caller's shorter deadline still wins.
+const (
+	// DialTimeout bounds establishing a connection (and, with auth, fetching a token).
+	DialTimeout = 3 * time.Second
+	// ReadTimeout bounds MemberList, Status and AlarmList: cheap reads that a healthy member
+	// answers in milliseconds, so a member that needs longer is treated as unhealthy.
+	ReadTimeout = 3 * time.Second
+	// MembershipTimeout bounds MemberAddAsLearner, MemberPromote, MemberRemove and MoveLeader,
+	// and AlarmDisarm, which is a raft proposal too: each must be committed by a quorum, and a
+	// leadership transfer waits for the transferee to catch up.
+	MembershipTimeout = 10 * time.Second
+	// DefragmentTimeout bounds one member's defragmentation, which rewrites its whole database
+	// file and blocks the member while it runs.
+	DefragmentTimeout = 5 * time.Minute
+	// HashKVTimeout bounds one member's HashKV, which reads the whole keyspace up to a revision.
+	// Not in behaviour.md §24: chosen to cover a full 2 GiB backend on slow disks.
+	HashKVTimeout = time.Minute
+)
+
+// Client lists the etcd calls the operator makes; nothing else of clientv3 is reachable through
+// it. Implementations: *Conn (real etcd), etcdfake.Recorder and etcdfake.Cluster.
+//
+// Every error is classified (see the Err* sentinels) and carries no addresses or credentials in
+// its text.
+type Client interface {
+	// MemberList returns the cluster's members (a linearizable read: it needs a leader).
+	MemberList(ctx context.Context) ([]Member, error)
+	// MemberAddAsLearner adds a learner with the given peer URLs and returns it and the member
+	// list after the change.
+	MemberAddAsLearner(ctx context.Context, peerURLs []string) (Member, []Member, error)
+	// MemberPromote promotes the learner id to a voter and returns the member list after the
+	// change. ErrLearnerNotReady means "not in sync yet, retry later".
+	MemberPromote(ctx context.Context, id uint64) ([]Member, error)
+	// MemberRemove removes member id (voter or learner) and returns the member list after the
+	// change.
+	MemberRemove(ctx context.Context, id uint64) ([]Member, error)
+	// MoveLeader transfers leadership to voter to.
+	MoveLeader(ctx context.Context, to uint64) error
+	// Status returns the status of the member serving endpoint.
+	Status(ctx context.Context, endpoint string) (Status, error)
+	// AlarmList returns the active alarms.
+	AlarmList(ctx context.Context) ([]Alarm, error)
+	// AlarmDisarm deactivates one alarm and returns the alarms it deactivated.
+	AlarmDisarm(ctx context.Context, alarm Alarm) ([]Alarm, error)
+	// Defragment defragments the member serving endpoint.
+	Defragment(ctx context.Context, endpoint string) error
+	// HashKV returns the hash of the keyspace of the member serving endpoint at revision rev
+	// (0: its latest).
+	HashKV(ctx context.Context, endpoint string, rev int64) (HashKV, error)
+}
+
+// DialedClient is a Client that holds connections and must be closed by whoever dialled it.
+type DialedClient interface {
+	Client
+	// Close releases every connection. Calls after Close fail with ErrClosed.
+	Close() error
+}
+
+// Config says how to reach one etcd cluster.
+type Config struct {
+	// Endpoints are the members' client URLs.
+	Endpoints []string
+	// TLS, when set, is used for every connection; endpoints must then use https.
+	TLS *tls.Config
+	// TLSDigest identifies the TLS material (CA, client certificate and key) that TLS was built
+	// from, typically a digest of the Secrets' data (DigestTLSMaterial). The Pool re-dials when
+	// it changes, since a *tls.Config cannot be compared. Required when TLS is set.
+	TLSDigest string
+	// Username and Password authenticate when etcd auth is on.
+	Username, Password string
+}
+
+// Conn is a Client over go.etcd.io/etcd/client/v3. Cluster-wide calls go through one
+// load-balanced connection to all endpoints; per-member calls (Status, Defragment, HashKV,
+// MoveLeader via the leader) go through one connection per endpoint, opened on first use and
+// kept, so that an idle cluster's periodic Status calls open no new connections.
+type Conn struct {
+	cli     *clientv3.Client
+	secrets []string // removed from error text
+
+	mu        sync.Mutex
+	closed    bool
+	endpoints map[string]*endpointConn
+}
+
+type endpointConn struct {
+	conn *grpc.ClientConn
+	api  clientv3.Maintenance
+}
+
+var _ DialedClient = (*Conn)(nil)
+
+// ErrTLSDigestRequired is returned by New and Pool.Get for a Config with TLS but no TLSDigest.
+var ErrTLSDigestRequired = errors.New("etcd client config sets TLS without TLSDigest")
+
+// New connects to the cluster cfg describes. The connection is established in the background;
+// New fails only on an invalid configuration or, with a username and password, when no token
+// can be obtained within DialTimeout. ctx bounds New only: the client lives until Close.
+func New(ctx context.Context, cfg Config) (*Conn, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, &Error{Op: "dial", kind: ErrInvalidConfig, msg: "no endpoints"}
+	}
+	if cfg.TLS != nil && cfg.TLSDigest == "" {
+		return nil, &Error{Op: "dial", kind: ErrInvalidConfig, msg: ErrTLSDigestRequired.Error(), err: ErrTLSDigestRequired}
+	}
+	var secrets []string
+	if cfg.Password != "" {
+		secrets = append(secrets, cfg.Password)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   append([]string(nil), cfg.Endpoints...),
+		TLS:         cfg.TLS,
+		Username:    cfg.Username,
+		Password:    cfg.Password,
+		DialTimeout: DialTimeout,
+		// Keepalive pings only while calls are in flight: etcd's server enforcement does not
+		// permit pings on idle connections, and an idle pooled client must not be disconnected
+		// (and re-dialled) for pinging.
+		DialKeepAliveTime:    30 * time.Second,
+		DialKeepAliveTimeout: 10 * time.Second,
+		// Detached from ctx's cancellation: the pooled client outlives the reconcile that
+		// dialled it. AutoSyncInterval stays 0 so the endpoints remain the ones given.
+		Context: context.WithoutCancel(ctx),
+		// The client's own logs would duplicate the errors returned to the caller.
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return nil, classify("dial", err, secrets)
+	}
+	return &Conn{cli: cli, secrets: secrets, endpoints: map[string]*endpointConn{}}, nil
+}
+
+// Close closes every connection.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	eps := c.endpoints
+	c.endpoints = nil
+	c.mu.Unlock()
+	var errs []error
+	for _, ep := range eps {
+		errs = append(errs, ep.conn.Close())
+	}
+	errs = append(errs, c.cli.Close())
+	if err := errors.Join(errs...); err != nil {
+		return classify("close", err, c.secrets)
+	}
+	return nil
+}
+
+// clusterCtx bounds a cluster-wide call and asks etcd to fail it at once with "no leader"
+// rather than queue it when the cluster has no leader.
+func clusterCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return clientv3.WithRequireLeader(ctx), cancel
+}
+
+// closedErr returns ErrClosed for op once Close has run, so that calls on a client the Pool
+// replaced fail at once instead of waiting out their timeout.
+func (c *Conn) closedErr(op string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return &Error{Op: op, kind: ErrClosed, msg: "client is closed"}
+	}
+	return nil
+}
+
+func (c *Conn) fail(op string, err error) error {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return &Error{Op: op, kind: ErrClosed, msg: "client is closed", err: err}
+	}
+	return classify(op, err, c.secrets)
+}
+
+// MemberList implements Client.
+func (c *Conn) MemberList(ctx context.Context) ([]Member, error) {
+	if err := c.closedErr("MemberList"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := clusterCtx(ctx, ReadTimeout)
+	defer cancel()
+	resp, err := c.cli.MemberList(ctx)
+	if err != nil {
+		return nil, c.fail("MemberList", err)
+	}
+	return membersFromPB(resp.Members), nil
+}
+
+// MemberAddAsLearner implements Client.
+func (c *Conn) MemberAddAsLearner(ctx context.Context, peerURLs []string) (Member, []Member, error) {
+	if err := c.closedErr("MemberAddAsLearner"); err != nil {
+		return Member{}, nil, err
+	}
+	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
+	defer cancel()
+	resp, err := c.cli.MemberAddAsLearner(ctx, peerURLs)
+	if err != nil {
+		return Member{}, nil, c.fail("MemberAddAsLearner", err)
+	}
+	return memberFromPB(resp.Member), membersFromPB(resp.Members), nil
+}
+
+// MemberPromote implements Client.
+func (c *Conn) MemberPromote(ctx context.Context, id uint64) ([]Member, error) {
+	if err := c.closedErr("MemberPromote"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
+	defer cancel()
+	resp, err := c.cli.MemberPromote(ctx, id)
+	if err != nil {
+		return nil, c.fail("MemberPromote", err)
+	}
+	return membersFromPB(resp.Members), nil
+}
+
+// MemberRemove implements Client.
+func (c *Conn) MemberRemove(ctx context.Context, id uint64) ([]Member, error) {
+	if err := c.closedErr("MemberRemove"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
+	defer cancel()
+	resp, err := c.cli.MemberRemove(ctx, id)
+	if err != nil {
+		return nil, c.fail("MemberRemove", err)
+	}
+	return membersFromPB(resp.Members), nil
+}
+
+// MoveLeader implements Client. etcd accepts MoveLeader only on the leader, so the leader is
+// found first by asking each configured endpoint for its Status; moving leadership to the
+// current leader is a no-op.
+func (c *Conn) MoveLeader(ctx context.Context, to uint64) error {
+	if err := c.closedErr("MoveLeader"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, MembershipTimeout)
+	defer cancel()
+	var leaderEndpoint string
+	var errs []error
+	for _, ep := range c.cli.Endpoints() {
+		st, err := c.Status(ctx, ep)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st.IsLeader() {
+			if st.ID == to {
+				return nil
+			}
+			leaderEndpoint = ep
+			break
+		}
+	}
+	if leaderEndpoint == "" {
+		return &Error{Op: "MoveLeader", kind: ErrNoLeader, msg: "no endpoint answered as the leader", err: errors.Join(errs...)}
+	}
+	api, err := c.endpointAPI(leaderEndpoint)
+	if err != nil {
+		return c.fail("MoveLeader", err)
+	}
+	if _, err := api.MoveLeader(ctx, to); err != nil {
+		return c.fail("MoveLeader", err)
+	}
+	return nil
+}
+
+// Status implements Client.
+func (c *Conn) Status(ctx context.Context, endpoint string) (Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	api, err := c.endpointAPI(endpoint)
+	if err != nil {
+		return Status{}, c.fail("Status", err)
+	}
+	resp, err := api.Status(ctx, endpoint)
+	if err != nil {
+		return Status{}, c.fail("Status", err)
+	}
+	st := Status{
+		Endpoint:         endpoint,
+		Leader:           resp.Leader,
+		Version:          resp.Version,
+		DBSize:           resp.DbSize,
+		DBSizeInUse:      resp.DbSizeInUse,
+		RaftIndex:        resp.RaftIndex,
+		RaftAppliedIndex: resp.RaftAppliedIndex,
+		RaftTerm:         resp.RaftTerm,
+		IsLearner:        resp.IsLearner,
+		Errors:           append([]string(nil), resp.Errors...),
+	}
+	if resp.Header != nil {
+		st.ID = resp.Header.MemberId
+	}
+	return st, nil
+}
+
+// AlarmList implements Client.
+func (c *Conn) AlarmList(ctx context.Context) ([]Alarm, error) {
+	if err := c.closedErr("AlarmList"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := clusterCtx(ctx, ReadTimeout)
+	defer cancel()
+	resp, err := c.cli.AlarmList(ctx)
+	if err != nil {
+		return nil, c.fail("AlarmList", err)
+	}
+	return alarmsFromPB(resp.Alarms), nil
+}
+
+// AlarmDisarm implements Client. The alarm must name a member and a type: clientv3 would
+// treat a zero alarm as "disarm everything", which the operator never means.
+func (c *Conn) AlarmDisarm(ctx context.Context, alarm Alarm) ([]Alarm, error) {
+	t := alarmTypeToPB(alarm.Type)
+	if alarm.MemberID == 0 || t == 0 {
+		return nil, &Error{Op: "AlarmDisarm", kind: ErrInvalidConfig, msg: fmt.Sprintf("alarm %q of member %s is not a specific alarm", alarm.Type, FormatID(alarm.MemberID))}
+	}
+	if err := c.closedErr("AlarmDisarm"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
+	defer cancel()
+	resp, err := c.cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: alarm.MemberID, Alarm: t})
+	if err != nil {
+		return nil, c.fail("AlarmDisarm", err)
+	}
+	return alarmsFromPB(resp.Alarms), nil
+}
+
+// Defragment implements Client.
+func (c *Conn) Defragment(ctx context.Context, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
+	defer cancel()
+	api, err := c.endpointAPI(endpoint)
+	if err != nil {
+		return c.fail("Defragment", err)
+	}
+	if _, err := api.Defragment(ctx, endpoint); err != nil {
+		return c.fail("Defragment", err)
+	}
+	return nil
+}
+
+// HashKV implements Client.
+func (c *Conn) HashKV(ctx context.Context, endpoint string, rev int64) (HashKV, error) {
+	ctx, cancel := context.WithTimeout(ctx, HashKVTimeout)
+	defer cancel()
+	api, err := c.endpointAPI(endpoint)
+	if err != nil {
+		return HashKV{}, c.fail("HashKV", err)
+	}
+	resp, err := api.HashKV(ctx, endpoint, rev)
+	if err != nil {
+		return HashKV{}, c.fail("HashKV", err)
+	}
+	h := HashKV{
+		Endpoint:        endpoint,
+		Hash:            resp.Hash,
+		HashRevision:    resp.HashRevision,
+		CompactRevision: resp.CompactRevision,
+	}
+	if resp.Header != nil {
+		h.MemberID = resp.Header.MemberId
+		h.Revision = resp.Header.Revision
+	}
+	return h, nil
+}
+
+// endpointAPI returns the maintenance API bound to one endpoint's own connection, opening it
+// on first use. clientv3's Maintenance would open and close a fresh connection for every
+// per-endpoint call.
+func (c *Conn) endpointAPI(endpoint string) (clientv3.Maintenance, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if ep, ok := c.endpoints[endpoint]; ok {
+		return ep.api, nil
+	}
+	conn, err := c.cli.Dial(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	api := clientv3.NewMaintenanceFromMaintenanceClient(clientv3.RetryMaintenanceClient(c.cli, conn), c.cli)
+	c.endpoints[endpoint] = &endpointConn{conn: conn, api: api}
+	return api, nil
+}
