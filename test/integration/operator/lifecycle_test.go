@@ -227,7 +227,10 @@ func poll(ctx context.Context, t *testing.T, proc *process, what string, check f
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, startTimeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-proc.done:
-			return false, fmt.Errorf("operator exited early: %v", proc.err)
+			if proc.err == nil {
+				return false, errors.New("operator exited early with code 0")
+			}
+			return false, fmt.Errorf("operator exited early: %w", proc.err)
 		default:
 		}
 		last = check(ctx)
