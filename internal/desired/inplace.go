@@ -1,0 +1,50 @@
+package desired
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+)
+
+// MemberPodLabels are the labels a member's Pod carries: the member labels, role=voter while the
+// member is a voter, and the member's additionalMetadata labels underneath them (reserved keys
+// dropped, the operator's keys winning). They are what Pod renders, and what the member
+// controller keeps on an existing Pod in place, without restarting it.
+func MemberPodLabels(member *etcdv1alpha2.EtcdMember) map[string]string {
+	labels := MemberLabels(member.Spec.ClusterName, member.Name)
+	if member.Status.IsVoter {
+		labels[etcdv1alpha2.LabelRole] = etcdv1alpha2.RoleVoter
+	}
+	return mergeMetadata(additionalLabels(member.Spec.AdditionalMetadata), labels)
+}
+
+// MemberPVCLabels are the labels a member's PVC carries: the member labels over its
+// additionalMetadata labels. PVCs never carry the role label.
+func MemberPVCLabels(member *etcdv1alpha2.EtcdMember) map[string]string {
+	return mergeMetadata(additionalLabels(member.Spec.AdditionalMetadata), MemberLabels(member.Spec.ClusterName, member.Name))
+}
+
+// AdditionalAnnotations are the member's additionalMetadata annotations with reserved keys
+// dropped: what the member controller keeps on an existing Pod or PVC in place. The operator's
+// own annotations (template-hash on the Pod, member-uid on the PVC) are deliberately not part of
+// it: they record facts about the object (what it was built from, whom it belongs to) and are
+// written only when the object is created or, for member-uid, re-adopted.
+func AdditionalAnnotations(member *etcdv1alpha2.EtcdMember) map[string]string {
+	return mergeMetadata(additionalAnnotations(member.Spec.AdditionalMetadata), nil)
+}
+
+// CACertKey is the key of the CA bundle in a kubernetes.io/tls Secret (and in cert-manager's).
+const CACertKey = tlsCAKey
+
+// CADigest is the digest of one CA bundle as it enters CADigests: "sha256:<hex>" of the bytes of
+// the Secret's ca.crt, or "" when there is none. Every controller that computes a template hash
+// must compute CA digests with this function, or their hashes disagree and members roll for no
+// reason.
+func CADigest(caPEM []byte) string {
+	if len(caPEM) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(caPEM)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
