@@ -50,10 +50,6 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 	spec := &member.Spec
 	image := Image(in.ImageRepository, spec.Version)
 
-	labels := MemberLabels(spec.ClusterName, member.Name)
-	if member.Status.IsVoter {
-		labels[etcdv1alpha2.LabelRole] = etcdv1alpha2.RoleVoter
-	}
 	annotations := map[string]string{
 		etcdv1alpha2.AnnotationTemplateHash: TemplateHash(spec, image, in.CADigests),
 	}
@@ -63,7 +59,7 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            member.Name,
 			Namespace:       member.Namespace,
-			Labels:          mergeMetadata(additionalLabels(spec.AdditionalMetadata), labels),
+			Labels:          MemberPodLabels(member),
 			Annotations:     mergeMetadata(additionalAnnotations(spec.AdditionalMetadata), annotations),
 			OwnerReferences: []metav1.OwnerReference{memberOwnerRef(member)},
 		},

@@ -31,7 +31,7 @@ func PVC(member *etcdv1alpha2.EtcdMember, owner *etcdv1alpha2.EtcdCluster) *core
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        PVCName(member.Name),
 			Namespace:   member.Namespace,
-			Labels:      mergeMetadata(additionalLabels(spec.AdditionalMetadata), MemberLabels(spec.ClusterName, member.Name)),
+			Labels:      MemberPVCLabels(member),
 			Annotations: mergeMetadata(additionalAnnotations(spec.AdditionalMetadata), annotations),
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
