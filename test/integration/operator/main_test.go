@@ -1,0 +1,163 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// buildTimeout bounds `go build` of the operator on a loaded CI machine with a warm module cache.
+	buildTimeout = 5 * time.Minute
+	// setupTimeout bounds the API objects TestMain creates.
+	setupTimeout = time.Minute
+
+	// operatorPackage is built from source by the tests, so that they exercise main.go too.
+	operatorPackage = "github.com/etcd-operator/etcd-operator/cmd/etcd-operator"
+	// operatorUser is the identity the operator runs as; it is bound to the generated ClusterRole only.
+	operatorUser = "etcd-operator"
+)
+
+// Paths from this package to the generated manifests the operator is deployed with.
+var (
+	crdDirectory = filepath.Join("..", "..", "..", "config", "crd", "bases")
+	roleFile     = filepath.Join("..", "..", "..", "config", "rbac", "role.yaml")
+)
+
+// State shared by the tests of this package, set up once by TestMain. Each test works in its own
+// namespace, so they run in parallel against one API server.
+var (
+	// binaryDir holds the operator binary, built on first use.
+	binaryDir string
+	// admin is a client with every permission, for arranging and checking objects.
+	admin client.Client
+	// operatorKubeconfig is a kubeconfig file for operatorUser.
+	operatorKubeconfig string
+)
+
+// buildOnce builds the operator at most once per test binary: linking it takes tens of seconds.
+var buildOnce = sync.OnceValues(func() (string, error) {
+	path := filepath.Join(binaryDir, "etcd-operator")
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	// `go test` puts $GOROOT/bin first in PATH, so this is the toolchain running the tests.
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", path, operatorPackage).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", operatorPackage, err, out)
+	}
+	return path, nil
+})
+
+// operatorBinary returns the path of the built operator, failing the test if it does not build.
+func operatorBinary(t *testing.T) string {
+	t.Helper()
+	path, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	// Fail rather than skip (TESTING.md): a green run must never mean that nothing ran.
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: these tests need a real kube-apiserver and etcd; "+
+			"run them with `make test`, which builds both from pinned sources and sets it")
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "etcd-operator-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating a temporary folder:", err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	binaryDir = dir
+
+	env := &envtest.Environment{
+		// The CRDs are installed so that controllers, once registered, find their kinds.
+		CRDDirectoryPaths:     []string{crdDirectory},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting kube-apiserver and etcd:", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
+		}
+	}()
+	if admin, err = client.New(cfg, client.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the admin client:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	if err := grantGeneratedRole(ctx, admin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if operatorKubeconfig, err = writeKubeconfig(env, filepath.Join(dir, "kubeconfig")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// grantGeneratedRole creates the ClusterRole generated from the kubebuilder markers and binds it to
+// the operator's user, so that a test fails if the markers miss a permission the operator needs.
+func grantGeneratedRole(ctx context.Context, c client.Client) error {
+	data, err := os.ReadFile(roleFile)
+	if err != nil {
+		return fmt.Errorf("reading the generated RBAC (run `make manifests`): %w", err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(data, &role); err != nil {
+		return fmt.Errorf("parsing %s: %w", roleFile, err)
+	}
+	if err := c.Create(ctx, &role); err != nil {
+		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}},
+	}
+	if err := c.Create(ctx, binding); err != nil {
+		return fmt.Errorf("binding ClusterRole %s to %s: %w", role.Name, operatorUser, err)
+	}
+	return nil
+}
+
+// writeKubeconfig writes a kubeconfig file that authenticates as operatorUser with a client
+// certificate, as a service account token would in a cluster.
+func writeKubeconfig(env *envtest.Environment, path string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: operatorUser}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding user %s: %w", operatorUser, err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("rendering the kubeconfig of %s: %w", operatorUser, err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	return path, nil
+}
