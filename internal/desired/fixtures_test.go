@@ -15,7 +15,7 @@ const (
 	testNamespace  = "prod"
 	testCluster    = "main"
 	testMemberName = "main-x7k2p"
-	testToken      = "prod-main-0b5e6c1f"
+	testToken      = "prod-main-0b5e6c1f" //nolint:gosec // G101: an etcd --initial-cluster-token is a cluster identifier, not a credential
 	testInitial    = "main-x7k2p=http://main-x7k2p.main.prod.svc:2380"
 )
 

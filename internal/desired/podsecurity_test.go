@@ -35,7 +35,7 @@ func restrictedEvaluator(t *testing.T) func(*corev1.Pod) []string {
 
 // secretCanary is planted in every Secret-bearing field of the fixtures; it must never surface
 // in a Pod's environment or command line.
-const secretCanary = "canary-7f3d9"
+const secretCanary = "canary-7f3d9" //nolint:gosec // G101: a marker planted to detect leaks, not a credential
 
 // podMatrix renders a member Pod for every combination of the spec options that change the Pod's
 // shape: etcd version (flag spelling and probes), storage medium, TLS mode, security overrides,
