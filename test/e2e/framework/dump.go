@@ -197,11 +197,13 @@ func writeEventsText(path string, events []corev1.Event) error {
 	if err != nil {
 		return err
 	}
+	// tabwriter buffers until Flush, which reports any write error; the Fprint results carry
+	// nothing more.
 	w := tabwriter.NewWriter(f, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TIME\tTYPE\tREASON\tOBJECT\tCOUNT\tMESSAGE")
+	_, _ = fmt.Fprintln(w, "TIME\tTYPE\tREASON\tOBJECT\tCOUNT\tMESSAGE")
 	for i := range events {
 		e := &events[i]
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s/%s\t%d\t%s\n", eventTime(e).UTC().Format(time.RFC3339), e.Type, e.Reason,
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s/%s\t%d\t%s\n", eventTime(e).UTC().Format(time.RFC3339), e.Type, e.Reason,
 			e.InvolvedObject.Kind, e.InvolvedObject.Name, max(e.Count, 1), strings.ReplaceAll(e.Message, "\n", " "))
 	}
 	return errors.Join(w.Flush(), f.Close())

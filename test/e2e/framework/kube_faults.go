@@ -14,7 +14,6 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // operatorTimeout bounds waiting for the operator to stop or become available again.
@@ -126,20 +125,6 @@ func (f *Test) StopOperator() func() error {
 		f.T.Fatalf("stopping the operator: %v", err)
 	}
 	return restore
-}
-
-// operatorSelector returns the label selector of the operator's Pods, or Everything when the
-// Deployment cannot be found (dumps then take every Pod in the namespace).
-func (s *Suite) operatorSelector(ctx context.Context) labels.Selector {
-	d, err := s.OperatorDeployment(ctx)
-	if err != nil {
-		return labels.Everything()
-	}
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	if err != nil {
-		return labels.Everything()
-	}
-	return sel
 }
 
 // RequireNodeFaults returns the node fault injector or skips the test when the cluster tool

@@ -84,11 +84,11 @@ func TestTLSConfigVerifiesByServerNameOverIP(t *testing.T) {
 	clientCert := ca.issue(t, "root", x509.ExtKeyUsageClientAuth)
 
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.TLS.PeerCertificates) == 0 {
-			http.Error(w, "no client certificate", http.StatusUnauthorized)
+		if len(r.TLS.PeerCertificates) == 0 || r.TLS.PeerCertificates[0].Subject.CommonName != "root" {
+			http.Error(w, "wrong client certificate", http.StatusUnauthorized)
 			return
 		}
-		_, _ = w.Write([]byte(r.TLS.PeerCertificates[0].Subject.CommonName))
+		w.WriteHeader(http.StatusNoContent)
 	}))
 	clientPool := x509.NewCertPool()
 	clientPool.AddCert(ca.cert)
@@ -106,24 +106,22 @@ func TestTLSConfigVerifiesByServerNameOverIP(t *testing.T) {
 		corev1.TLSCertKey:       clientCert.certPEM,
 		corev1.TLSPrivateKeyKey: clientCert.keyPEM,
 	}}
-	get := func(cfg *tls.Config) (string, error) {
+	get := func(cfg *tls.Config) (int, error) {
 		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 		resp, err := c.Get(srv.URL) // srv.URL is https://127.0.0.1:port
 		if err != nil {
-			return "", err
+			return 0, err
 		}
-		defer func() { _ = resp.Body.Close() }()
-		b := make([]byte, 64)
-		n, _ := resp.Body.Read(b)
-		return string(b[:n]), nil
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
 	}
 
 	good, err := TLSConfigFromSecret(secret, name)
 	if err != nil {
 		t.Fatalf("TLSConfigFromSecret: %v", err)
 	}
-	if got, err := get(good); err != nil || got != "root" {
-		t.Errorf("request with the right server name = %q, %v; want the client CN root", got, err)
+	if got, err := get(good); err != nil || got != http.StatusNoContent {
+		t.Errorf("request with the right server name = %d, %v; want 204 (client certificate root accepted)", got, err)
 	}
 	wrong, err := TLSConfigFromSecret(secret, "etcd-1.etcd.ns.svc")
 	if err != nil {

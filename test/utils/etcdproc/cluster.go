@@ -332,7 +332,11 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 		if !ok {
 			if p != nil {
 				<-p.done
-				return fmt.Errorf("%s exited while waiting for health (%v); log tail:\n%s", m.Name, p.err, m.LogTail(20))
+				exit := p.err
+				if exit == nil {
+					exit = errors.New("exit status 0")
+				}
+				return fmt.Errorf("%s exited while waiting for health: %w; log tail:\n%s", m.Name, exit, m.LogTail(20))
 			}
 			return fmt.Errorf("waiting for %s health: %w", m.Name, ErrNotRunning)
 		}

@@ -247,34 +247,43 @@ func (g *Generator) client(ctx context.Context, id int, c *clientv3.Client, keys
 		// stopping traffic does not manufacture unknown outcomes.
 		reqCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.RequestTimeout)
 		if rng.Float64() < cfg.ReadRatio {
-			call := time.Now()
-			resp, err := c.Get(reqCtx, key)
-			ret := time.Now()
-			value, found := "", false
-			if err == nil && len(resp.Kvs) > 0 {
-				value, found = string(resp.Kvs[0].Value), true
-			}
-			rec.RecordGet(id, key, value, found, call, ret, err)
-			if err != nil {
-				g.failedGets.Add(1)
-			} else {
-				g.gets.Add(1)
-			}
+			g.get(reqCtx, id, c, key, rec)
 		} else {
-			value := fmt.Sprintf("%d-%d", id, seq)
-			call := time.Now()
-			_, err := c.Put(reqCtx, key, value)
-			ret := time.Now()
-			rec.RecordPut(id, key, value, call, ret, err)
-			if err != nil {
-				g.failedPuts.Add(1)
-			} else {
-				g.ackedPuts.Add(1)
-				g.lastAcked.Store(ret.UnixNano())
-			}
+			g.put(reqCtx, id, c, key, fmt.Sprintf("%d-%d", id, seq), rec)
 		}
 		cancel()
 	}
+}
+
+// get issues one linearizable get and records it.
+func (g *Generator) get(ctx context.Context, id int, c *clientv3.Client, key string, rec *linearizability.Recorder) {
+	call := time.Now()
+	resp, err := c.Get(ctx, key)
+	ret := time.Now()
+	value, found := "", false
+	if err == nil && len(resp.Kvs) > 0 {
+		value, found = string(resp.Kvs[0].Value), true
+	}
+	rec.RecordGet(id, key, value, found, call, ret, err)
+	if err != nil {
+		g.failedGets.Add(1)
+		return
+	}
+	g.gets.Add(1)
+}
+
+// put issues one put and records it; an error makes its outcome unknown.
+func (g *Generator) put(ctx context.Context, id int, c *clientv3.Client, key, value string, rec *linearizability.Recorder) {
+	call := time.Now()
+	_, err := c.Put(ctx, key, value)
+	ret := time.Now()
+	rec.RecordPut(id, key, value, call, ret, err)
+	if err != nil {
+		g.failedPuts.Add(1)
+		return
+	}
+	g.ackedPuts.Add(1)
+	g.lastAcked.Store(ret.UnixNano())
 }
 
 // readFinal reads every key with a linearizable get, retrying each until FinalReadTimeout, and
