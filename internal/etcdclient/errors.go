@@ -3,6 +3,7 @@ package etcdclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -20,6 +21,11 @@ var (
 	// ErrPeerURLExists: a member with that peer URL exists already. For an idempotent add this
 	// means a previous pass added it.
 	ErrPeerURLExists = errors.New("etcd peer URL exists")
+	// ErrMemberExists: the new member's ID is taken. etcd derives the ID of a member added at
+	// runtime from its peer URLs and the current second, so a retried add of the same peer URL
+	// within the same second reports this instead of ErrPeerURLExists; it therefore also
+	// matches ErrPeerURLExists, and callers treating an add as idempotent check only that.
+	ErrMemberExists = fmt.Errorf("etcd member ID exists (same peer URLs added within the same second): %w", ErrPeerURLExists)
 	// ErrMemberNotLearner: MemberPromote named a voter.
 	ErrMemberNotLearner = errors.New("etcd member is not a learner")
 	// ErrLearnerNotReady: the learner has not caught up with the leader; promote again later.
@@ -74,9 +80,10 @@ func (e *Error) Error() string {
 	return "etcd " + e.Op + ": " + e.msg
 }
 
-// Is matches the error's sentinel.
+// Is matches the error's sentinel (and what the sentinel wraps: ErrMemberExists is also
+// ErrPeerURLExists).
 func (e *Error) Is(target error) bool {
-	return e.kind != nil && target == e.kind
+	return e.kind != nil && errors.Is(e.kind, target)
 }
 
 // Unwrap returns the original error.
@@ -99,6 +106,7 @@ func NewError(op string, kind error) error {
 var serverErrors = map[error]error{
 	rpctypes.ErrMemberNotFound:             ErrMemberNotFound,
 	rpctypes.ErrPeerURLExist:               ErrPeerURLExists,
+	rpctypes.ErrMemberExist:                ErrMemberExists,
 	rpctypes.ErrMemberNotLearner:           ErrMemberNotLearner,
 	rpctypes.ErrMemberLearnerNotReady:      ErrLearnerNotReady,
 	rpctypes.ErrTooManyLearners:            ErrTooManyLearners,

@@ -26,6 +26,8 @@ func TestClassify(t *testing.T) {
 		{"learner not ready (client)", rpctypes.ErrMemberLearnerNotReady, etcdclient.ErrLearnerNotReady},
 		{"member not found", rpctypes.ErrGRPCMemberNotFound, etcdclient.ErrMemberNotFound},
 		{"peer URL exists", rpctypes.ErrPeerURLExist, etcdclient.ErrPeerURLExists},
+		{"member ID exists", rpctypes.ErrGRPCMemberExist, etcdclient.ErrMemberExists},
+		{"member ID exists is a peer URL exists", rpctypes.ErrMemberExist, etcdclient.ErrPeerURLExists},
 		{"not a learner", rpctypes.ErrGRPCMemberNotLearner, etcdclient.ErrMemberNotLearner},
 		{"too many learners", rpctypes.ErrTooManyLearners, etcdclient.ErrTooManyLearners},
 		{"not enough started", rpctypes.ErrGRPCMemberNotEnoughStarted, etcdclient.ErrNotEnoughStartedMembers},

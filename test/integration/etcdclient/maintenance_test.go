@@ -1,0 +1,173 @@
+package etcdclient_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/test/utils/etcdconn"
+)
+
+// TestStatusHashKVMoveLeader reads every member's Status, compares HashKV across members at one
+// revision after some writes, defragments a member, lists alarms and moves leadership.
+func TestStatusHashKVMoveLeader(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	c := startCluster(ctx, t, 3)
+	cli := dial(ctx, t, c.Endpoints())
+
+	// Writes go through a plain clientv3 client: the adapter has no KV calls on purpose.
+	kv, err := etcdconn.New(ctx, etcdconn.Options{Endpoints: c.Endpoints()})
+	if err != nil {
+		t.Fatalf("dialing for writes: %v", err)
+	}
+	defer func() { _ = kv.Close() }()
+	var rev int64
+	for i := range 50 {
+		resp, err := kv.Put(ctx, fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", i))
+		if err != nil {
+			t.Fatalf("put: %v", err)
+		}
+		rev = resp.Header.Revision
+	}
+
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatalf("MemberList: %v", err)
+	}
+	leader, err := leaderOf(ctx, cli, c.Endpoints())
+	if err != nil {
+		t.Fatalf("finding the leader: %v", err)
+	}
+	ids := map[uint64]bool{}
+	for _, ep := range c.Endpoints() {
+		st, err := cli.Status(ctx, ep)
+		if err != nil {
+			t.Fatalf("Status(%s): %v", ep, err)
+		}
+		if st.Version != "3.6.16" || st.IsLearner || st.Leader != leader || st.DBSize <= 0 || st.DBSizeInUse <= 0 || st.RaftTerm == 0 || st.RaftIndex == 0 || len(st.Errors) != 0 {
+			t.Errorf("Status(%s) = %+v", ep, st)
+		}
+		ids[st.ID] = true
+	}
+	for _, m := range list {
+		if !ids[m.ID] {
+			t.Errorf("member %s answered no Status", m.IDHex())
+		}
+	}
+
+	// Members may apply the last write a moment apart: retry while one lags behind rev.
+	var hashes []etcdclient.HashKV
+	if _, err := retry(ctx, func(ctx context.Context) error {
+		hashes = hashes[:0]
+		for _, ep := range c.Endpoints() {
+			h, err := cli.HashKV(ctx, ep, rev)
+			if err != nil {
+				return err
+			}
+			hashes = append(hashes, h)
+		}
+		return nil
+	}, etcdclient.ErrTimeout, etcdclient.ErrUnavailable); err != nil {
+		t.Fatalf("HashKV: %v", err)
+	}
+	for _, h := range hashes[1:] {
+		if h.Hash != hashes[0].Hash || h.HashRevision != rev {
+			t.Fatalf("HashKV differs at revision %d: %+v", rev, hashes)
+		}
+	}
+
+	if err := cli.Defragment(ctx, c.Endpoints()[1]); err != nil {
+		t.Fatalf("Defragment: %v", err)
+	}
+	if alarms, err := cli.AlarmList(ctx); err != nil || len(alarms) != 0 {
+		t.Fatalf("AlarmList: %v, %v", alarms, err)
+	}
+
+	var target uint64
+	for _, m := range list {
+		if m.ID != leader {
+			target = m.ID
+			break
+		}
+	}
+	if err := cli.MoveLeader(ctx, target); err != nil {
+		t.Fatalf("MoveLeader(%s): %v", etcdclient.FormatID(target), err)
+	}
+	if _, err := retry(ctx, func(ctx context.Context) error {
+		got, err := leaderOf(ctx, cli, c.Endpoints())
+		if err == nil && got != target {
+			return fmt.Errorf("%w: leader is %s", etcdclient.ErrNoLeader, etcdclient.FormatID(got))
+		}
+		return err
+	}, etcdclient.ErrNoLeader); err != nil {
+		t.Fatalf("waiting for leader %s: %v", etcdclient.FormatID(target), err)
+	}
+	// Moving leadership to the leader is a no-op; to an unknown member, a classified refusal.
+	if err := cli.MoveLeader(ctx, target); err != nil {
+		t.Fatalf("MoveLeader to the leader: %v", err)
+	}
+	if err := cli.MoveLeader(ctx, 0xdead); !errors.Is(err, etcdclient.ErrBadLeaderTransferee) {
+		t.Fatalf("MoveLeader to an unknown member: %v, want ErrBadLeaderTransferee", err)
+	}
+}
+
+// TestPoolReusesOneDial shows the pool lets an idle cluster's reconciles share one client: many
+// passes of Get plus the calls a pass makes dial once; a rotated TLS digest dials again and
+// closes the old client; forgetting the cluster closes the client.
+func TestPoolReusesOneDial(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	c := startCluster(ctx, t, 1)
+	pool := etcdclient.NewPool()
+	t.Cleanup(func() { _ = pool.Close() })
+	cfg := etcdclient.Config{Endpoints: c.Endpoints(), TLSDigest: "material-1"}
+
+	var first etcdclient.Client
+	for pass := range 20 {
+		cli, err := pool.Get(ctx, "ns/etcd", cfg)
+		if err != nil {
+			t.Fatalf("pass %d: Get: %v", pass, err)
+		}
+		if first == nil {
+			first = cli
+		}
+		if _, err := cli.MemberList(ctx); err != nil {
+			t.Fatalf("pass %d: MemberList: %v", pass, err)
+		}
+		if _, err := cli.Status(ctx, c.Endpoints()[0]); err != nil {
+			t.Fatalf("pass %d: Status: %v", pass, err)
+		}
+		if _, err := cli.AlarmList(ctx); err != nil {
+			t.Fatalf("pass %d: AlarmList: %v", pass, err)
+		}
+	}
+	if got := pool.Dials(); got != 1 {
+		t.Fatalf("Dials() = %d after 20 passes, want 1", got)
+	}
+
+	cfg.TLSDigest = "material-2"
+	second, err := pool.Get(ctx, "ns/etcd", cfg)
+	if err != nil {
+		t.Fatalf("Get after rotation: %v", err)
+	}
+	if got := pool.Dials(); got != 2 || second == first {
+		t.Fatalf("Dials() = %d after the TLS digest changed, want 2 and a new client", got)
+	}
+	if _, err := first.MemberList(ctx); !errors.Is(err, etcdclient.ErrClosed) {
+		t.Fatalf("replaced client: %v, want ErrClosed", err)
+	}
+	if _, err := second.MemberList(ctx); err != nil {
+		t.Fatalf("new client: %v", err)
+	}
+	if err := pool.Forget("ns/etcd"); err != nil {
+		t.Fatalf("Forget: %v", err)
+	}
+	if _, err := second.Status(ctx, c.Endpoints()[0]); !errors.Is(err, etcdclient.ErrClosed) {
+		t.Fatalf("forgotten client: %v, want ErrClosed", err)
+	}
+}
