@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Environment variables that configure a run.
@@ -21,7 +23,22 @@ const (
 	EnvKeepNamespaces = "E2E_KEEP_NAMESPACES"
 	// EnvOperatorDeployment names the operator Deployment when its namespace holds several.
 	EnvOperatorDeployment = "E2E_OPERATOR_DEPLOYMENT"
+	// EnvSetupMillis is how long `make e2e` spent bringing the cluster up (and deploying), in
+	// milliseconds; the suite records it in the timing report as "cluster-up".
+	EnvSetupMillis = "E2E_SETUP_MS"
+	// EnvSetupNote describes what the setup ran, e.g. "make cluster-up".
+	EnvSetupNote = "E2E_SETUP_NOTE"
 )
+
+// SetupDuration returns the setup time passed in EnvSetupMillis, and false when it is absent
+// or malformed (a run started with go test directly has none).
+func SetupDuration(getenv func(string) string) (time.Duration, bool) {
+	ms, err := strconv.ParseInt(getenv(EnvSetupMillis), 10, 64)
+	if err != nil || ms < 0 {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
 
 // OperatorNamespace is where `make deploy` installs the operator.
 const OperatorNamespace = "etcd-operator-system"

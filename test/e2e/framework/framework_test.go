@@ -67,6 +67,21 @@ func TestArtifactsDir(t *testing.T) {
 	}
 }
 
+func TestSetupDuration(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"12345": 12345 * time.Millisecond, "0": 0} {
+		got, ok := SetupDuration(func(string) string { return in })
+		if !ok || got != want {
+			t.Errorf("SetupDuration(%q) = %s, %t; want %s", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "1.5", "-3", "soon"} {
+		if _, ok := SetupDuration(func(string) string { return in }); ok {
+			t.Errorf("SetupDuration(%q) accepted a bad value", in)
+		}
+	}
+}
+
 func TestLabelFilter(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

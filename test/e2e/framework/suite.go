@@ -70,6 +70,9 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	suite = s
+	if d, ok := SetupDuration(os.Getenv); ok {
+		s.Timing.Record("", "cluster-up", d, os.Getenv(EnvSetupNote))
+	}
 	code := m.Run()
 	s.Timing.Record("", "suite", time.Since(s.Timing.Report().Started), fmt.Sprintf("exit code %d", code))
 	if err := s.Timing.WriteFiles(s.ArtifactsDir); err != nil {
