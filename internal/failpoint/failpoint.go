@@ -1,0 +1,124 @@
+package failpoint
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// EnvVar names the environment variable read at start-up: its value is the step at which the
+// process exits.
+const EnvVar = "ETCD_OPERATOR_FAILPOINT"
+
+// ExitCode is the process exit code of a triggered failpoint, distinct from a crash (2) or an
+// error (1) so that a test driving the binary can tell them apart.
+const ExitCode = 77
+
+// Step names. Each is hit right after the write or etcd call it names has succeeded.
+const (
+	// SeedCreated follows the create of the seed EtcdMember (behaviour.md §4 B1).
+	SeedCreated = "seed-created"
+	// SeedVoterStamped follows the status patch pre-stamping the seed as a voter (B2).
+	SeedVoterStamped = "seed-voter-stamped"
+	// SeedInitialClusterPatched follows the patch of the seed's spec.initialCluster (B2).
+	SeedInitialClusterPatched = "seed-initial-cluster-patched"
+	// ClusterIDLatched follows the status patch that latches status.clusterID (B4).
+	ClusterIDLatched = "cluster-id-latched"
+	// MemberCreated follows the create of a new (pending) EtcdMember (§6 step 4).
+	MemberCreated = "member-created"
+	// LearnerAdded follows MemberAddAsLearner (§6 step 1).
+	LearnerAdded = "learner-added"
+	// LearnerInitialClusterPatched follows the patch of a learner's spec.initialCluster.
+	LearnerInitialClusterPatched = "learner-initial-cluster-patched"
+	// LearnerPromoted follows MemberPromote (§6 step 2).
+	LearnerPromoted = "learner-promoted"
+	// MemberStatusPatched follows a patch of an EtcdMember's memberID, isVoter or version.
+	MemberStatusPatched = "member-status-patched"
+	// OrphanRemoved follows MemberRemove of a learner no EtcdMember explains (§6 step 3).
+	OrphanRemoved = "orphan-removed"
+	// LeaderMoved follows MoveLeader away from a scale-down victim (§7).
+	LeaderMoved = "leader-moved"
+	// RemovalReasonSet follows the annotation of a victim with removal-reason (§7).
+	RemovalReasonSet = "removal-reason-set"
+	// MemberRemoved follows MemberRemove of a victim (§7).
+	MemberRemoved = "member-removed"
+	// MemberDeleted follows the delete of a removed member's EtcdMember (§7).
+	MemberDeleted = "member-deleted"
+	// PVCDeleted follows the delete of a removed member's PVC (§7).
+	PVCDeleted = "pvc-deleted"
+	// DormantSet follows the patch that makes the last member dormant (§8).
+	DormantSet = "dormant-set"
+	// MemberWoken follows the patch that wakes the dormant member (§8).
+	MemberWoken = "member-woken"
+)
+
+// Names lists every step, in the order the flows reach them.
+var Names = []string{
+	SeedCreated, SeedVoterStamped, SeedInitialClusterPatched, ClusterIDLatched,
+	MemberCreated, LearnerAdded, LearnerInitialClusterPatched, LearnerPromoted, MemberStatusPatched,
+	OrphanRemoved, LeaderMoved, RemovalReasonSet, MemberRemoved, MemberDeleted, PVCDeleted,
+	DormantSet, MemberWoken,
+}
+
+// Action runs when an armed step is hit.
+type Action func(step string)
+
+type armed struct {
+	step   string
+	action Action
+}
+
+var current atomic.Pointer[armed]
+
+var envOnce sync.Once
+
+// exit is the production action: it ends the process at once, without running deferred
+// functions, which is what a crash looks like to the rest of the system.
+func exit(step string) {
+	_, _ = fmt.Fprintf(os.Stderr, "failpoint %q reached: exiting\n", step)
+	os.Exit(ExitCode) //nolint:forbidigo // the failpoint exists to end the process right after a step; it is never armed in production
+}
+
+// Arm makes the process exit right after step; an empty step disarms. It is how the operator's
+// flag arms a failpoint.
+func Arm(step string) {
+	SetAction(step, exit)
+}
+
+// SetAction makes Inject(step) call action instead of exiting; an empty step or a nil action
+// disarms. Tests use it to panic in-process and restart the reconciler.
+func SetAction(step string, action Action) {
+	envOnce.Do(func() {}) // an explicit arming wins over the environment
+	if step == "" || action == nil {
+		current.Store(nil)
+		return
+	}
+	current.Store(&armed{step: step, action: action})
+}
+
+// Disarm clears any armed step.
+func Disarm() { SetAction("", nil) }
+
+// Inject is called right after the step named step has succeeded. It does nothing unless that
+// step is armed.
+func Inject(step string) {
+	envOnce.Do(func() {
+		if s := os.Getenv(EnvVar); s != "" {
+			current.Store(&armed{step: s, action: exit})
+		}
+	})
+	if a := current.Load(); a != nil && a.step == step {
+		a.action(step)
+	}
+}
+
+// Known reports whether step is one of Names.
+func Known(step string) bool {
+	for _, n := range Names {
+		if n == step {
+			return true
+		}
+	}
+	return false
+}

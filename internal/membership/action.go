@@ -1,0 +1,124 @@
+package membership
+
+import (
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/quorum"
+)
+
+// Kind is what an Action does.
+type Kind string
+
+// Action kinds. Each is one step the controller can finish in one pass; each is idempotent, so a
+// crash right after any of its writes is finished by a later pass (see the package doc).
+const (
+	// KindNone: nothing to do; the cluster is converged, paused, or waiting on a watch.
+	KindNone Kind = "None"
+	// KindWait: waiting for external state (a Pod to start, a learner to catch up); requeue
+	// after Action.RequeueAfter.
+	KindWait Kind = "Wait"
+	// KindBlocked: the quorum gate refused the action the planner wanted (Action.Gate).
+	KindBlocked Kind = "Blocked"
+
+	// KindCreateSeed creates the seed EtcdMember (B1) after an uncached list.
+	KindCreateSeed Kind = "CreateSeed"
+	// KindInitSeed pre-stamps the seed's status.isVoter and patches its initialCluster (B2).
+	KindInitSeed Kind = "InitSeed"
+	// KindLatchClusterID writes status.clusterID (B4).
+	KindLatchClusterID Kind = "LatchClusterID"
+
+	// KindJoin adds a pending member as a learner (unless Action.InEtcd) and patches its
+	// initialCluster.
+	KindJoin Kind = "Join"
+	// KindPromote promotes a started learner.
+	KindPromote Kind = "Promote"
+	// KindRemoveOrphan removes a learner no EtcdMember explains.
+	KindRemoveOrphan Kind = "RemoveOrphan"
+	// KindCreateMember creates a pending EtcdMember after an uncached list.
+	KindCreateMember Kind = "CreateMember"
+	// KindWake wakes the dormant member with one patch (dormant false, template = observed).
+	KindWake Kind = "Wake"
+	// KindMoveLeader moves leadership away from the scale-down victim.
+	KindMoveLeader Kind = "MoveLeader"
+	// KindRemove annotates the victim with removal-reason (unless it has one), removes it from
+	// etcd (when Action.InEtcd) and deletes its EtcdMember.
+	KindRemove Kind = "Remove"
+	// KindDeletePVC deletes the PVC of a member that is gone from Kubernetes and etcd.
+	KindDeletePVC Kind = "DeletePVC"
+	// KindSetDormant makes the last member dormant (pause).
+	KindSetDormant Kind = "SetDormant"
+)
+
+// Progressing reasons (behaviour.md §22) the planner chooses.
+const (
+	ReasonWaitingForSeed           = "WaitingForSeed"
+	ReasonBootstrapping            = "Bootstrapping"
+	ReasonScalingUp                = "ScalingUp"
+	ReasonPromotingLearner         = "PromotingLearner"
+	ReasonScalingDown              = "ScalingDown"
+	ReasonResuming                 = "Resuming"
+	ReasonWaitingForHealthyMembers = "WaitingForHealthyMembers"
+	ReasonReconciled               = "Reconciled"
+	ReasonPaused                   = "Paused"
+)
+
+// Action is the planner's answer: one step, or a reason to wait.
+type Action struct {
+	// Kind is what to do.
+	Kind Kind
+	// Member is the EtcdMember acted on (empty for a create, an orphan or a PVC).
+	Member string
+	// MemberID is the etcd member acted on: the learner to promote, the member to remove, the
+	// voter leadership moves to.
+	MemberID uint64
+	// PeerURL is the peer URL to add (KindJoin).
+	PeerURL string
+	// InitialCluster is the --initial-cluster to patch (KindInitSeed, KindJoin).
+	InitialCluster string
+	// InEtcd says whether the member is in etcd already: a Join then skips the add, a Remove
+	// skips nothing but the MemberRemove.
+	InEtcd bool
+	// ClusterID is the cluster ID to latch (KindLatchClusterID).
+	ClusterID string
+	// RemovalReason is the removal-reason to record (KindRemove).
+	RemovalReason string
+	// PVC is the PVC to delete (KindDeletePVC).
+	PVC string
+	// Gate is the quorum gate's decision for a membership or leadership action; nil when the
+	// action needs none.
+	Gate *quorum.Decision
+	// Reason and Message are the Progressing condition the action implies.
+	Reason, Message string
+	// RequeueAfter asks for a pass after this long even if no watch fires; 0 leaves it to
+	// watches and the resync.
+	RequeueAfter time.Duration
+}
+
+// RemovalReasonScaleDown is the removal-reason of a scale-down victim.
+const RemovalReasonScaleDown = "ScaleDown"
+
+// Mutates reports whether the action writes to etcd or Kubernetes.
+func (a Action) Mutates() bool {
+	switch a.Kind {
+	case KindNone, KindWait, KindBlocked:
+		return false
+	}
+	return true
+}
+
+// gate returns a if the gate allows it, and otherwise a Blocked action carrying the decision.
+func gate(a Action, d quorum.Decision) Action {
+	a.Gate = &d
+	if d.Allowed {
+		return a
+	}
+	return Action{
+		Kind:         KindBlocked,
+		Member:       a.Member,
+		MemberID:     a.MemberID,
+		Gate:         &d,
+		Reason:       ReasonWaitingForHealthyMembers,
+		Message:      d.Message,
+		RequeueAfter: MembershipPoll,
+	}
+}

@@ -1,0 +1,243 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/quorum"
+)
+
+// Available and Degraded reasons (behaviour.md §22) computed here.
+const (
+	ReasonAllMembersLost        = "AllMembersLost"
+	ReasonQuorumLost            = "QuorumLost"
+	ReasonBelowTargetQuorum     = "BelowTargetQuorum"
+	ReasonClusterUnreachable    = "ClusterUnreachable"
+	ReasonQuorumAvailable       = "QuorumAvailable"
+	ReasonQuorumHealthy         = "QuorumHealthy"
+	ReasonMemberDeletionBlocked = "MemberDeletionBlocked"
+	ReasonMembersUnhealthy      = "MembersUnhealthy"
+)
+
+// Counts are the member counts of status (api.md §2.4) and the Available arithmetic.
+type Counts struct {
+	// Voters is the number of voters: etcd's, or the members' status while etcd is unknown.
+	Voters int
+	// ReadyVoters is the number of running voters whose EtcdMember is Ready (status.readyMembers).
+	ReadyVoters int
+	// Updated is the number of running members on the latched template and running it.
+	Updated int
+	// Broken is the number of members whose Healthy condition is False.
+	Broken int
+}
+
+// Count computes the Counts of s.
+func Count(s *Scope) Counts {
+	var c Counts
+	if s.Etcd.Known {
+		c.Voters = len(s.Voters())
+	}
+	for _, m := range s.Members {
+		if m.Unhealthy {
+			c.Broken++
+		}
+		if !m.Running() {
+			continue
+		}
+		if !s.Etcd.Known && m.VoterHint {
+			c.Voters++
+		}
+		if m.Ready && s.IsVoter(m) {
+			c.ReadyVoters++
+		}
+		if m.Updated && m.TemplateCurrent {
+			c.Updated++
+		}
+	}
+	return c
+}
+
+// AllMembersLost reports the total-loss situation of behaviour.md §10: a formed cluster with no
+// EtcdMember and no PVC left, or a paused one whose dormant member's PVC is gone.
+func AllMembersLost(s *Scope) bool {
+	if s.ClusterID == "" {
+		return false
+	}
+	if len(s.Members) == 0 && len(s.PVCs) == 0 {
+		return true
+	}
+	for _, m := range s.Members {
+		if m.Dormant && !slices.ContainsFunc(s.PVCs, func(p PVC) bool { return p.Member == m.Name }) {
+			return true
+		}
+	}
+	return false
+}
+
+// ConditionInput is what the conditions are computed from.
+type ConditionInput struct {
+	// Scope is the pass's observation.
+	Scope *Scope
+	// Action is the planner's step for this pass.
+	Action Action
+	// Lock is the lock's decision for this pass.
+	Lock Lock
+	// Generation is metadata.generation, written into every condition.
+	Generation int64
+}
+
+// Conditions computes Available, Progressing and Degraded (behaviour.md §22). Messages are
+// deterministic: sorted names, no timestamps other than a fixed deadline, no addresses.
+// lastTransitionTime is left for meta.SetStatusCondition, which keeps it while the status stays.
+func Conditions(in ConditionInput) []metav1.Condition {
+	return []metav1.Condition{available(in), progressing(in), degraded(in)}
+}
+
+func cond(t string, st metav1.ConditionStatus, reason, msg string, gen int64) metav1.Condition {
+	return metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen}
+}
+
+// quorumLost reports Ready voters below q(max(voters, target)) with at least one voter not Ready.
+func quorumLost(s *Scope, c Counts) bool {
+	return s.ClusterID != "" && c.Voters > 0 && c.ReadyVoters < c.Voters &&
+		c.ReadyVoters < quorum.AvailableQuorum(c.Voters, int(s.Target))
+}
+
+func available(in ConditionInput) metav1.Condition {
+	s, gen := in.Scope, in.Generation
+	c := Count(s)
+	need := quorum.AvailableQuorum(c.Voters, int(s.Target))
+	f := func(reason, msg string) metav1.Condition {
+		return cond(etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, reason, msg, gen)
+	}
+	switch {
+	case AllMembersLost(s):
+		return f(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
+	case quorumLost(s, c):
+		return f(ReasonQuorumLost, fmt.Sprintf("%d of %d voters Ready, quorum needs %d; not Ready: %s",
+			c.ReadyVoters, c.Voters, need, strings.Join(notReadyVoters(s), ", ")))
+	case s.Target == 0:
+		return f(ReasonPaused, pausedMessage(s))
+	case s.ClusterID == "":
+		return f(ReasonBootstrapping, "the cluster has not formed yet")
+	case c.ReadyVoters < need:
+		return f(ReasonBelowTargetQuorum, fmt.Sprintf("%d voters Ready; %d members need %d", c.ReadyVoters, max(c.Voters, int(s.Target)), need))
+	case !s.Etcd.Known:
+		return cond(etcdv1alpha2.ConditionAvailable, metav1.ConditionUnknown, ReasonClusterUnreachable,
+			"member Pods are Ready but no member answers the operator", gen)
+	case c.ReadyVoters >= int(s.Target):
+		return cond(etcdv1alpha2.ConditionAvailable, metav1.ConditionTrue, ReasonQuorumHealthy,
+			fmt.Sprintf("%d of %d voters Ready", c.ReadyVoters, s.Target), gen)
+	default:
+		return cond(etcdv1alpha2.ConditionAvailable, metav1.ConditionTrue, ReasonQuorumAvailable,
+			fmt.Sprintf("%d of %d members Ready, quorum needs %d", c.ReadyVoters, s.Target, need), gen)
+	}
+}
+
+func progressing(in ConditionInput) metav1.Condition {
+	s, a, l, gen := in.Scope, in.Action, in.Lock, in.Generation
+	st, reason, msg := metav1.ConditionTrue, a.Reason, a.Message
+	converged := Converged(s)
+	switch {
+	case AllMembersLost(s):
+		st, reason, msg = metav1.ConditionFalse, ReasonAllMembersLost, "no member is left to converge; restore from a snapshot"
+	case l.Expired:
+		st, reason = metav1.ConditionFalse, ReasonDeadlineExceeded
+		if s.ClusterID == "" {
+			reason = ReasonBootstrapStalled
+		}
+		msg = "the progress deadline passed; still working: " + a.Message
+	case l.Adopted:
+		reason, msg = l.AdoptReason, fmt.Sprintf("adopted generation %d: %s", l.ObservedGeneration, a.Message)
+	case a.Kind == KindNone && a.Reason == ReasonPaused && converged:
+		st = metav1.ConditionFalse
+	case a.Kind == KindNone && converged:
+		st, reason = metav1.ConditionFalse, ReasonReconciled
+	case a.Kind == KindNone:
+		reason = progressReason(s, ReasonScalingUp)
+		msg = "waiting for members to be Ready on the latched template: " + strings.Join(unconverged(s), ", ")
+	}
+	if l.Pending {
+		msg += "; " + l.PendingMessage
+	}
+	return cond(etcdv1alpha2.ConditionProgressing, st, reason, msg, gen)
+}
+
+func degraded(in ConditionInput) metav1.Condition {
+	s, gen := in.Scope, in.Generation
+	c := Count(s)
+	t := func(reason, msg string) metav1.Condition {
+		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, reason, msg, gen)
+	}
+	blocked := blockedDeletions(s)
+	unhealthy := unhealthyMembers(s)
+	switch {
+	case AllMembersLost(s):
+		return t(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
+	case quorumLost(s, c):
+		return t(ReasonQuorumLost, "quorum lost; not Ready: "+strings.Join(notReadyVoters(s), ", "))
+	case len(blocked) > 0:
+		return t(ReasonMemberDeletionBlocked, fmt.Sprintf("deletion of %s is held because the operator did not initiate it; annotate the member with %s=true to let it be replaced",
+			strings.Join(blocked, ", "), etcdv1alpha2.AnnotationAllowDeletion))
+	case len(unhealthy) > 0:
+		return t(ReasonMembersUnhealthy, "not healthy: "+strings.Join(unhealthy, ", "))
+	case s.Target == 0:
+		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionFalse, ReasonPaused, pausedMessage(s), gen)
+	default:
+		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionFalse, ReasonQuorumHealthy, "no member needs attention", gen)
+	}
+}
+
+// notReadyVoters names the running voters that are not Ready, sorted.
+func notReadyVoters(s *Scope) []string {
+	var out []string
+	for _, m := range s.Running() {
+		if s.IsVoter(m) && !m.Ready {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// unhealthyMembers names members that need attention once the cluster formed: Healthy=False, or
+// a running voter that is not Ready. Learners and pending members are not Ready by design.
+func unhealthyMembers(s *Scope) []string {
+	if s.ClusterID == "" {
+		return nil
+	}
+	var out []string
+	for _, m := range s.Members {
+		if m.Unhealthy || (m.Running() && s.IsVoter(m) && !m.Ready) {
+			out = append(out, m.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// blockedDeletions names members being deleted by someone other than the operator.
+func blockedDeletions(s *Scope) []string {
+	var out []string
+	for _, m := range s.Members {
+		if m.Deleting && m.RemovalReason == "" && !m.AllowDeletion {
+			out = append(out, m.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unconverged names running members that keep the cluster from converging.
+func unconverged(s *Scope) []string {
+	var out []string
+	for _, m := range s.Running() {
+		if m.Pending || !m.Ready || !m.Updated || !m.TemplateCurrent {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package membership
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+)
+
+type want struct {
+	status metav1.ConditionStatus
+	reason string
+}
+
+func TestConditions(t *testing.T) {
+	t.Parallel()
+	seed := with(mem("s", 1), func(m *Member) { m.Bootstrap = true })
+	cases := []struct {
+		name                           string
+		scope                          func() Scope
+		lock                           Lock
+		available, progressing, degrad want
+	}{
+		{"steady 3", steady3, Lock{},
+			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"first pass of a new cluster", func() Scope { return Scope{Target: 3} }, Lock{Adopted: true, AdoptReason: ReasonInitialSnapshot},
+			want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionTrue, ReasonInitialSnapshot}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"seed formed, 1 of 3: not available", func() Scope {
+			return Scope{Target: 3, ClusterID: "cid", Bootstrapping: true, Members: []Member{seed}, Etcd: healthyEtcd(1, voter(1, "s"))}
+		}, Lock{}, want{metav1.ConditionFalse, ReasonBelowTargetQuorum}, want{metav1.ConditionTrue, ReasonBootstrapping}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"seed not formed yet", func() Scope {
+			return Scope{Target: 3, Members: []Member{with(seed, func(m *Member) { m.PodRunning = false; m.Ready = false })}}
+		}, Lock{}, want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionTrue, ReasonWaitingForSeed}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"one of three down: available, degraded", func() Scope {
+			s := steady3()
+			s.Members[1].Ready = false
+			return s
+		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionTrue, ReasonMembersUnhealthy}},
+		{"two of three down: quorum lost", func() Scope {
+			s := steady3()
+			s.Members[1].Ready = false
+			s.Members[2].Ready = false
+			return s
+		}, Lock{}, want{metav1.ConditionFalse, ReasonQuorumLost}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionTrue, ReasonQuorumLost}},
+		{"quorum gate refusal", func() Scope {
+			s := steady3()
+			s.Target = 2
+			delete(s.Etcd.Statuses, 1)
+			delete(s.Etcd.Statuses, 2)
+			return s
+		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionTrue, ReasonWaitingForHealthyMembers}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"paused", func() Scope {
+			s := steady3()
+			s.Target, s.Members, s.Etcd, s.PVCs = 0, []Member{with(s.Members[0], func(m *Member) { m.Dormant = true; m.Ready = false })}, Etcd{}, s.PVCs[:1]
+			return s
+		}, Lock{}, want{metav1.ConditionFalse, ReasonPaused}, want{metav1.ConditionFalse, ReasonPaused}, want{metav1.ConditionFalse, ReasonPaused}},
+		{"paused and the dormant PVC is gone", func() Scope {
+			s := steady3()
+			s.Target, s.Members, s.Etcd, s.PVCs = 0, []Member{with(s.Members[0], func(m *Member) { m.Dormant = true; m.Ready = false })}, Etcd{}, nil
+			return s
+		}, Lock{}, want{metav1.ConditionFalse, ReasonAllMembersLost}, want{metav1.ConditionFalse, ReasonAllMembersLost}, want{metav1.ConditionTrue, ReasonAllMembersLost}},
+		{"everything gone", func() Scope { return Scope{Target: 3, ClusterID: "cid"} }, Lock{},
+			want{metav1.ConditionFalse, ReasonAllMembersLost}, want{metav1.ConditionFalse, ReasonAllMembersLost}, want{metav1.ConditionTrue, ReasonAllMembersLost}},
+		{"pods ready, etcd silent", func() Scope { s := steady3(); s.Etcd = Etcd{}; return s }, Lock{},
+			want{metav1.ConditionUnknown, ReasonClusterUnreachable}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"deadline exceeded, bootstrap", func() Scope { return Scope{Target: 3, Members: []Member{with(seed, func(m *Member) { m.PodRunning = false })}} },
+			Lock{Expired: true}, want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionFalse, ReasonBootstrapStalled}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"deadline exceeded, formed", func() Scope { s := steady3(); s.Target = 5; return s },
+			Lock{Expired: true}, want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionFalse, ReasonDeadlineExceeded}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"foreign deletion held", func() Scope { s := steady3(); s.Members[2].Deleting = true; return s }, Lock{},
+			want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionTrue, ReasonMemberDeletionBlocked}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := c.scope()
+			conds := Conditions(ConditionInput{Scope: &s, Action: Next(s), Lock: c.lock, Generation: 7})
+			check := func(i int, typ string, w want) {
+				got := conds[i]
+				if got.Type != typ || got.Status != w.status || got.Reason != w.reason || got.ObservedGeneration != 7 || got.Message == "" {
+					t.Errorf("%s = %s/%s (%q), want %s/%s", typ, got.Status, got.Reason, got.Message, w.status, w.reason)
+				}
+			}
+			check(0, etcdv1alpha2.ConditionAvailable, c.available)
+			check(1, etcdv1alpha2.ConditionProgressing, c.progressing)
+			check(2, etcdv1alpha2.ConditionDegraded, c.degrad)
+		})
+	}
+}
+
+// TestConditionsAreDeterministic checks that member order and the clock do not change messages.
+func TestConditionsAreDeterministic(t *testing.T) {
+	t.Parallel()
+	s := steady3()
+	s.Members[0].Ready, s.Members[2].Ready = false, false
+	a := Conditions(ConditionInput{Scope: &s, Action: Next(s)})
+	s2 := steady3()
+	s2.Members[0].Ready, s2.Members[2].Ready = false, false
+	s2.Members[0], s2.Members[2] = s2.Members[2], s2.Members[0]
+	s2.Now = s2.Now.Add(time.Hour)
+	b := Conditions(ConditionInput{Scope: &s2, Action: Next(s2)})
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("condition %d differs:\n %+v\n %+v", i, a[i], b[i])
+		}
+	}
+	if want := "1 of 3 voters Ready, quorum needs 2; not Ready: a, c"; a[0].Message != want {
+		t.Errorf("Available message = %q, want %q", a[0].Message, want)
+	}
+}
+
+func TestCount(t *testing.T) {
+	t.Parallel()
+	s := steady3()
+	s.Target = 4
+	s.Members = append(s.Members, with(mem("d", 4), func(m *Member) { m.Ready = false; m.Unhealthy = true }))
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), learner(4, "d", true))
+	c := Count(&s)
+	if c != (Counts{Voters: 3, ReadyVoters: 3, Updated: 4, Broken: 1}) {
+		t.Errorf("Count = %+v", c)
+	}
+}

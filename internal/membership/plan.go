@@ -1,0 +1,328 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/quorum"
+)
+
+// Next returns the one step to take for s, first match wins (behaviour.md §2 step 6). See the
+// package documentation for the order.
+func Next(s Scope) Action {
+	if a, ok := finishInterrupted(&s); ok {
+		return a
+	}
+	if s.ClusterID == "" {
+		return bootstrap(&s)
+	}
+	if s.Target == 0 && len(s.Running()) == 0 {
+		return Action{Kind: KindNone, Reason: ReasonPaused, Message: pausedMessage(&s)}
+	}
+	if !s.Etcd.Known {
+		return Action{Kind: KindWait, Reason: progressReason(&s, ReasonScalingUp),
+			Message: "waiting for etcd to answer MemberList", RequeueAfter: MembershipPoll}
+	}
+	// Failure replacement (behaviour.md §9) goes here, before promotion, in a later milestone.
+	if a, ok := promote(&s); ok {
+		return a
+	}
+	if a, ok := scale(&s); ok {
+		return a
+	}
+	// One rolling-update step (behaviour.md §12) goes here in a later milestone.
+	return Action{Kind: KindNone, Reason: ReasonReconciled, Message: fmt.Sprintf("%d of %d members running", len(s.Running()), s.Target)}
+}
+
+// finishInterrupted finds a step a previous pass (or a crashed operator) started: removals,
+// pending members, orphan learners and orphan PVCs.
+func finishInterrupted(s *Scope) (Action, bool) {
+	if !s.Etcd.Known {
+		return Action{}, false // every rule below needs etcd's member list
+	}
+	members := slices.Clone(s.Members)
+	slices.SortFunc(members, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
+
+	// A member the operator decided to remove: finish the removal.
+	for _, m := range members {
+		if m.RemovalReason == "" {
+			continue
+		}
+		e, inEtcd := s.EtcdMemberOf(m)
+		if !inEtcd && m.Deleting {
+			continue // the member controller releases its finalizer
+		}
+		return removeAction(s, m, e, inEtcd, m.RemovalReason), true
+	}
+	// A pending member: add it as a learner, or just patch it if the add already happened.
+	if s.ClusterID != "" {
+		for _, m := range members {
+			if !m.Pending || m.Bootstrap || m.Deleting || m.Dormant {
+				continue
+			}
+			return join(s, m), true
+		}
+	}
+	// A learner no EtcdMember explains, e.g. one added by an operator that crashed before it
+	// patched the member it added it for, and whose member was then deleted.
+	for _, e := range s.Learners() {
+		if _, ok := s.MemberOf(e); ok {
+			continue
+		}
+		seen, ok := s.Etcd.FirstSeen[e.ID]
+		if !ok || s.Now.Sub(seen) < s.orphanGrace() {
+			wait := s.orphanGrace()
+			if ok {
+				wait -= s.Now.Sub(seen)
+			}
+			return Action{Kind: KindWait, MemberID: e.ID, Reason: ReasonScalingUp,
+				Message:      fmt.Sprintf("learner %s has no EtcdMember; removing it once %s have passed", e.IDHex(), s.orphanGrace()),
+				RequeueAfter: wait}, true
+		}
+		a := Action{Kind: KindRemoveOrphan, MemberID: e.ID, Reason: ReasonScalingUp,
+			Message: fmt.Sprintf("removing learner %s, which no EtcdMember explains", e.IDHex())}
+		return gated(s, a, quorum.Remove(s.DisplayName(e))), true
+	}
+	// The PVC of a member that is gone from Kubernetes and from etcd.
+	for _, p := range orphanPVCs(s) {
+		return Action{Kind: KindDeletePVC, PVC: p.Name, Member: p.Member, Reason: ReasonScalingDown,
+			Message: fmt.Sprintf("deleting PVC %s of removed member %s", p.Name, p.Member)}, true
+	}
+	return Action{}, false
+}
+
+// orphanPVCs are PVCs whose member is neither an EtcdMember (by name or UID) nor in etcd's member
+// list, sorted by name. A PVC whose member etcd still lists is left for re-adoption (§10).
+func orphanPVCs(s *Scope) []PVC {
+	var out []PVC
+	for _, p := range s.PVCs {
+		if p.Deleting || p.Member == "" {
+			continue
+		}
+		if slices.ContainsFunc(s.Members, func(m Member) bool { return m.Name == p.Member || (p.MemberUID != "" && m.UID == p.MemberUID) }) {
+			continue
+		}
+		if slices.ContainsFunc(s.Etcd.Members, func(e etcdclient.Member) bool {
+			return e.Name == p.Member || slices.ContainsFunc(e.PeerURLs, func(u string) bool { return NameFromPeerURL(u) == p.Member })
+		}) {
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b PVC) int { return compareStrings(a.Name, b.Name) })
+	return out
+}
+
+// join adds pending member m as a learner (gated), or, when etcd already lists its peer URL,
+// only patches its initialCluster (a previous pass crashed between the two).
+func join(s *Scope, m Member) Action {
+	_, inEtcd := s.EtcdMemberOf(m)
+	a := Action{
+		Kind:           KindJoin,
+		Member:         m.Name,
+		PeerURL:        m.PeerURL,
+		InEtcd:         inEtcd,
+		InitialCluster: InitialCluster(s.Etcd.Members, m.Name, m.PeerURL),
+		Reason:         progressReason(s, ReasonScalingUp),
+		Message:        fmt.Sprintf("adding %s as a learner", m.Name),
+	}
+	if inEtcd {
+		a.Message = fmt.Sprintf("giving learner %s its initial cluster", m.Name)
+		return a
+	}
+	return gated(s, a, quorum.AddLearner())
+}
+
+// bootstrap walks B0–B4 (behaviour.md §4). Only called while no cluster ID is latched.
+func bootstrap(s *Scope) Action {
+	var seeds, others []Member
+	for _, m := range s.Members {
+		if m.Bootstrap {
+			seeds = append(seeds, m)
+		} else {
+			others = append(others, m)
+		}
+	}
+	switch {
+	case len(s.Members) == 0 && s.Target == 0:
+		return Action{Kind: KindNone, Reason: ReasonPaused, Message: "replicas is 0 and no data has been written"}
+	case len(s.Members) == 0:
+		return Action{Kind: KindCreateSeed, Reason: ReasonWaitingForSeed, Message: "creating the seed member"}
+	case len(seeds) != 1 || len(others) > 0:
+		return Action{Kind: KindWait, Reason: ReasonBootstrapping, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("bootstrap needs exactly one seed member and no other, found %s", names(s.Members))}
+	}
+	seed := seeds[0]
+	if seed.Pending {
+		return Action{Kind: KindInitSeed, Member: seed.Name, InitialCluster: SeedInitialCluster(seed.Name, seed.PeerURL),
+			Reason: ReasonWaitingForSeed, Message: fmt.Sprintf("giving seed %s its initial cluster", seed.Name)}
+	}
+	if !seed.PodRunning {
+		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name)}
+	}
+	if !s.Etcd.Known {
+		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("waiting for seed %s to answer MemberList", seed.Name)}
+	}
+	e, ok := s.EtcdMemberOf(seed)
+	if len(s.Etcd.Members) != 1 || !ok {
+		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonBootstrapping, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("seed %s must be the only member of its etcd cluster, but etcd lists %d members", seed.Name, len(s.Etcd.Members))}
+	}
+	return Action{Kind: KindLatchClusterID, Member: seed.Name, MemberID: e.ID, ClusterID: SeedClusterID(e.ID),
+		Reason: ReasonBootstrapping, Message: fmt.Sprintf("seed %s formed the cluster", seed.Name)}
+}
+
+// promote promotes a learner that has an EtcdMember, or waits for it to start.
+func promote(s *Scope) (Action, bool) {
+	for _, e := range s.Learners() {
+		m, ok := s.MemberOf(e)
+		if !ok || m.RemovalReason != "" || m.Deleting {
+			continue
+		}
+		if !e.Started() {
+			// A learner that never starts within memberStartGrace is replaced (§9, later).
+			return Action{Kind: KindWait, Member: m.Name, MemberID: e.ID, Reason: progressReason(s, ReasonScalingUp),
+				RequeueAfter: MembershipPoll, Message: fmt.Sprintf("waiting for learner %s to start", m.Name)}, true
+		}
+		a := Action{Kind: KindPromote, Member: m.Name, MemberID: e.ID, Reason: ReasonPromotingLearner,
+			Message: fmt.Sprintf("promoting learner %s", m.Name)}
+		return gated(s, a, quorum.Promote(s.DisplayName(e))), true
+	}
+	return Action{}, false
+}
+
+// scale moves the running member count towards the target: wake, create, pause or remove.
+func scale(s *Scope) (Action, bool) {
+	running := s.Running()
+	target := int(s.Target)
+	switch {
+	case len(running) < target:
+		return scaleUp(s)
+	case len(running) > target && target == 0 && len(running) == 1:
+		m := running[0]
+		return Action{Kind: KindSetDormant, Member: m.Name, Reason: ReasonScalingDown,
+			Message: fmt.Sprintf("pausing: making %s dormant", m.Name)}, true
+	case len(running) > max(target, 1):
+		return scaleDown(s, running)
+	}
+	return Action{}, false
+}
+
+func scaleUp(s *Scope) (Action, bool) {
+	if slices.ContainsFunc(s.Members, func(m Member) bool { return m.RemovalReason != "" || (m.Deleting && !m.Dormant) }) {
+		return Action{Kind: KindWait, Reason: progressReason(s, ReasonScalingUp), RequeueAfter: MembershipPoll,
+			Message: "waiting for a member being removed to be gone"}, true
+	}
+	for _, m := range s.Members {
+		if m.Dormant && !m.Deleting {
+			return Action{Kind: KindWake, Member: m.Name, Reason: ReasonResuming,
+				Message: fmt.Sprintf("resuming: waking %s", m.Name)}, true
+		}
+	}
+	a := Action{Kind: KindCreateMember, Reason: progressReason(s, ReasonScalingUp),
+		Message: fmt.Sprintf("adding member %d of %d", len(s.Running())+1, s.Target)}
+	// The new member becomes a learner next pass; create it only when that add would be
+	// allowed, so that a cluster without quorum does not accumulate pending members.
+	return gated(s, a, quorum.AddLearner()), true
+}
+
+func scaleDown(s *Scope, running []Member) (Action, bool) {
+	victim := RankVictims(s, running)[0]
+	e, inEtcd := s.EtcdMemberOf(victim)
+	if inEtcd && !e.IsLearner && e.ID == s.Etcd.Leader {
+		if to, ok := leaderTransferee(s, e.ID); ok {
+			a := Action{Kind: KindMoveLeader, Member: victim.Name, MemberID: to.ID, Reason: ReasonScalingDown,
+				Message: fmt.Sprintf("moving leadership from %s to %s before removing it", victim.Name, s.DisplayName(to))}
+			return gated(s, a, quorum.MoveLeader(s.DisplayName(to))), true
+		}
+	}
+	return removeAction(s, victim, e, inEtcd, RemovalReasonScaleDown), true
+}
+
+// removeAction removes member m (etcd member e when inEtcd) and deletes its EtcdMember.
+func removeAction(s *Scope, m Member, e etcdclient.Member, inEtcd bool, reason string) Action {
+	a := Action{Kind: KindRemove, Member: m.Name, InEtcd: inEtcd, RemovalReason: reason, Reason: ReasonScalingDown,
+		Message: fmt.Sprintf("removing %s", m.Name)}
+	if !inEtcd {
+		return a
+	}
+	a.MemberID = e.ID
+	return gated(s, a, quorum.Remove(s.DisplayName(e)))
+}
+
+// leaderTransferee is the healthy, updated voter (other than from) with the highest applied
+// index: the one that can take over soonest without a roll disrupting it next.
+func leaderTransferee(s *Scope, from uint64) (etcdclient.Member, bool) {
+	var best etcdclient.Member
+	var bestKey [2]uint64
+	found := false
+	for _, v := range s.Voters() {
+		if v.ID == from || !s.HealthyVoter(v) {
+			continue
+		}
+		updated := uint64(0)
+		if m, ok := s.MemberOf(v); ok && m.Updated && m.TemplateCurrent {
+			updated = 1
+		}
+		key := [2]uint64{updated, s.Etcd.Statuses[v.ID].RaftAppliedIndex}
+		if !found || key[0] > bestKey[0] || (key[0] == bestKey[0] && key[1] > bestKey[1]) {
+			best, bestKey, found = v, key, true
+		}
+	}
+	return best, found
+}
+
+// gated returns a if the gate allows it over s's membership, and otherwise a Blocked action whose
+// message names the members that are not healthy.
+func gated(s *Scope, a Action, q quorum.Action) Action {
+	d := quorum.Check(s.QuorumView(), q)
+	out := gate(a, d)
+	if !d.Allowed {
+		if bad := unhealthyVoters(s); len(bad) > 0 {
+			out.Message += "; not healthy: " + strings.Join(bad, ", ")
+		}
+	}
+	return out
+}
+
+// unhealthyVoters names the voters that do not count as healthy, sorted.
+func unhealthyVoters(s *Scope) []string {
+	var out []string
+	for _, v := range s.QuorumView().Voters {
+		if !v.CountsHealthy() {
+			out = append(out, v.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// progressReason says Bootstrapping instead of a scaling reason while the cluster forms.
+func progressReason(s *Scope, reason string) string {
+	if s.Bootstrapping && reason == ReasonScalingUp {
+		return ReasonBootstrapping
+	}
+	return reason
+}
+
+func pausedMessage(s *Scope) string {
+	for _, m := range s.Members {
+		if m.Dormant {
+			return fmt.Sprintf("paused; data kept in PVC data-%s of dormant member %s", m.Name, m.Name)
+		}
+	}
+	return "paused"
+}
+
+func names(ms []Member) string {
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,241 @@
+package membership
+
+import (
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/quorum"
+)
+
+func TestNext(t *testing.T) {
+	t.Parallel()
+	seed := with(mem("s", 1), func(m *Member) { m.Bootstrap = true })
+	pendingSeed := with(seed, func(m *Member) { m.Pending = true; m.PodRunning, m.PodReady, m.Ready = false, false, false })
+	pending := func(name string, age int) Member {
+		return with(mem(name, age), func(m *Member) { m.Pending = true; m.PodRunning, m.PodReady, m.Ready, m.VoterHint = false, false, false, false })
+	}
+
+	cases := []struct {
+		name  string
+		scope func() Scope
+		want  Action // compared on Kind, Member, MemberID, InEtcd, Reason, InitialCluster/ClusterID/PVC when set
+	}{
+		{"B0: paused before any data", func() Scope { return Scope{Target: 0} },
+			Action{Kind: KindNone, Reason: ReasonPaused}},
+		{"B1: no members creates the seed", func() Scope { return Scope{Target: 3} },
+			Action{Kind: KindCreateSeed, Reason: ReasonWaitingForSeed}},
+		{"B2: pending seed gets its initial cluster", func() Scope { return Scope{Target: 3, Members: []Member{pendingSeed}} },
+			Action{Kind: KindInitSeed, Member: "s", InitialCluster: "s=" + peer("s"), Reason: ReasonWaitingForSeed}},
+		{"B3: seed Pod not running waits", func() Scope {
+			return Scope{Target: 3, Members: []Member{with(seed, func(m *Member) { m.PodRunning = false })}}
+		}, Action{Kind: KindWait, Member: "s", Reason: ReasonWaitingForSeed}},
+		{"B4: seed running and alone latches the cluster ID", func() Scope {
+			return Scope{Target: 3, Members: []Member{seed}, Etcd: healthyEtcd(7, voter(7, "s"))}
+		}, Action{Kind: KindLatchClusterID, Member: "s", MemberID: 7, ClusterID: SeedClusterID(7), Reason: ReasonBootstrapping}},
+		{"B4: seed listed with others does not latch", func() Scope {
+			return Scope{Target: 3, Members: []Member{seed}, Etcd: healthyEtcd(7, voter(7, "s"), voter(8, "x"))}
+		}, Action{Kind: KindWait, Member: "s", Reason: ReasonBootstrapping}},
+		{"B5: formed seed of 3 creates a member", func() Scope {
+			return Scope{Target: 3, ClusterID: "cid", Bootstrapping: true, Members: []Member{seed}, Etcd: healthyEtcd(7, voter(7, "s"))}
+		}, Action{Kind: KindCreateMember, Reason: ReasonBootstrapping}},
+		{"pending member not in etcd is added as a learner", func() Scope {
+			return Scope{Target: 3, ClusterID: "cid", Members: []Member{seed, pending("p", 2)}, Etcd: healthyEtcd(7, voter(7, "s"))}
+		}, Action{Kind: KindJoin, Member: "p", InitialCluster: "p=" + peer("p") + ",s=" + peer("s"), Reason: ReasonScalingUp}},
+		{"pending member already in etcd is only patched", func() Scope {
+			return Scope{Target: 3, ClusterID: "cid", Members: []Member{seed, pending("p", 2)}, Etcd: healthyEtcd(7, voter(7, "s"), learner(8, "p", false))}
+		}, Action{Kind: KindJoin, Member: "p", InEtcd: true, InitialCluster: "p=" + peer("p") + ",s=" + peer("s"), Reason: ReasonScalingUp}},
+		{"unstarted learner with a member waits", func() Scope {
+			return Scope{Target: 3, ClusterID: "cid", Members: []Member{seed, with(mem("p", 2), func(m *Member) { m.Ready = false })},
+				Etcd: healthyEtcd(7, voter(7, "s"), learner(8, "p", false))}
+		}, Action{Kind: KindWait, Member: "p", MemberID: 8, Reason: ReasonScalingUp}},
+		{"started learner is promoted", func() Scope {
+			return Scope{Target: 3, ClusterID: "cid", Members: []Member{seed, with(mem("p", 2), func(m *Member) { m.Ready = false })},
+				Etcd: healthyEtcd(7, voter(7, "s"), learner(8, "p", true))}
+		}, Action{Kind: KindPromote, Member: "p", MemberID: 8, Reason: ReasonPromotingLearner}},
+		{"converged", func() Scope { return steady3() }, Action{Kind: KindNone, Reason: ReasonReconciled}},
+		{"scale 3 to 5 creates a member", func() Scope { s := steady3(); s.Target = 5; return s },
+			Action{Kind: KindCreateMember, Reason: ReasonScalingUp}},
+		{"scale 3 to 2 removes the newest follower", func() Scope { s := steady3(); s.Target = 2; return s },
+			Action{Kind: KindRemove, Member: "c", MemberID: 3, InEtcd: true, Reason: ReasonScalingDown}},
+		{"scale-down victim that leads: leadership moves first", func() Scope {
+			s := steady3()
+			s.Target = 2
+			s.Etcd.Leader = 3
+			s.Members[2].RemoveFirst = true // otherwise a follower ranks first
+			return s
+		}, Action{Kind: KindMoveLeader, Member: "c", MemberID: 2, Reason: ReasonScalingDown}},
+		{"scale 3 to 2 with b down removes b", func() Scope {
+			s := steady3()
+			s.Target = 2
+			s.Members[1] = with(s.Members[1], func(m *Member) { m.Ready, m.PodReady = false, false })
+			delete(s.Etcd.Statuses, 2)
+			return s
+		}, Action{Kind: KindRemove, Member: "b", MemberID: 2, InEtcd: true, Reason: ReasonScalingDown}},
+		{"removal-reason member still in etcd is removed", func() Scope {
+			s := steady3()
+			s.Members[2] = with(s.Members[2], func(m *Member) { m.RemovalReason = RemovalReasonScaleDown })
+			return s
+		}, Action{Kind: KindRemove, Member: "c", MemberID: 3, InEtcd: true, Reason: ReasonScalingDown}},
+		{"removal-reason member gone from etcd is deleted", func() Scope {
+			s := steady3()
+			s.Members[2] = with(s.Members[2], func(m *Member) { m.RemovalReason = RemovalReasonScaleDown })
+			s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"))
+			return s
+		}, Action{Kind: KindRemove, Member: "c", Reason: ReasonScalingDown}},
+		{"removal-reason member deleting and gone: nothing (finalizer releases)", func() Scope {
+			s := steady3()
+			s.Target = 2
+			s.Members[2] = with(s.Members[2], func(m *Member) { m.RemovalReason = RemovalReasonScaleDown; m.Deleting = true })
+			s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"))
+			return s
+		}, Action{Kind: KindNone, Reason: ReasonReconciled}},
+		{"orphan PVC of a removed member is deleted", func() Scope {
+			s := steady3()
+			s.PVCs = append(s.PVCs, PVC{Name: "data-gone", Member: "gone", MemberUID: "uid-gone"})
+			return s
+		}, Action{Kind: KindDeletePVC, Member: "gone", PVC: "data-gone", Reason: ReasonScalingDown}},
+		{"orphan PVC whose member etcd still lists is kept", func() Scope {
+			s := steady3()
+			s.Target = 4
+			s.PVCs = append(s.PVCs, PVC{Name: "data-d", Member: "d", MemberUID: "uid-d"})
+			s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), voter(4, "d"))
+			return s
+		}, Action{Kind: KindCreateMember, Reason: ReasonScalingUp}},
+		{"orphan learner within its grace waits", func() Scope {
+			s := steady3()
+			s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), learner(9, "x", false))
+			s.Etcd.FirstSeen[9] = s.Now.Add(-10 * time.Second)
+			return s
+		}, Action{Kind: KindWait, MemberID: 9, Reason: ReasonScalingUp}},
+		{"orphan learner after its grace is removed", func() Scope {
+			s := steady3()
+			s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), learner(9, "x", false))
+			return s
+		}, Action{Kind: KindRemoveOrphan, MemberID: 9, Reason: ReasonScalingUp}},
+		{"pause: 3 to 0 first scales down", func() Scope { s := steady3(); s.Target = 0; return s },
+			Action{Kind: KindRemove, Member: "c", MemberID: 3, InEtcd: true, Reason: ReasonScalingDown}},
+		{"pause: the last member becomes dormant", func() Scope {
+			s := steady3()
+			s.Target, s.Members, s.Etcd, s.PVCs = 0, s.Members[:1], healthyEtcd(1, voter(1, "a")), s.PVCs[:1]
+			return s
+		}, Action{Kind: KindSetDormant, Member: "a", Reason: ReasonScalingDown}},
+		{"paused", func() Scope {
+			s := steady3()
+			s.Target, s.Members, s.Etcd, s.PVCs = 0, []Member{with(s.Members[0], func(m *Member) { m.Dormant = true })}, healthyEtcd(1, voter(1, "a")), s.PVCs[:1]
+			return s
+		}, Action{Kind: KindNone, Reason: ReasonPaused}},
+		{"resume wakes the dormant member", func() Scope {
+			s := steady3()
+			s.Members, s.Etcd = []Member{with(s.Members[0], func(m *Member) { m.Dormant = true })}, Etcd{}
+			return s
+		}, Action{Kind: KindWait, Reason: ReasonScalingUp}},
+		{"resume wakes the dormant member when etcd answers", func() Scope {
+			s := steady3()
+			s.Members, s.Etcd = []Member{with(s.Members[0], func(m *Member) { m.Dormant = true })}, healthyEtcd(1, voter(1, "a"))
+			s.PVCs = s.PVCs[:1]
+			return s
+		}, Action{Kind: KindWake, Member: "a", Reason: ReasonResuming}},
+		{"quorum refusal: scale down 3 to 2 with two members down", func() Scope {
+			s := steady3()
+			s.Target = 2
+			delete(s.Etcd.Statuses, 1)
+			delete(s.Etcd.Statuses, 2)
+			return s
+		}, Action{Kind: KindBlocked, Member: "c", MemberID: 3, Reason: ReasonWaitingForHealthyMembers}},
+		{"quorum refusal: scale up without quorum", func() Scope {
+			s := steady3()
+			s.Target = 5
+			delete(s.Etcd.Statuses, 1)
+			delete(s.Etcd.Statuses, 2)
+			return s
+		}, Action{Kind: KindBlocked, Reason: ReasonWaitingForHealthyMembers}},
+		{"quorum refusal: promote without quorum", func() Scope {
+			s := steady3()
+			s.Target = 4
+			s.Members = append(s.Members, with(mem("d", 4), func(m *Member) { m.Ready = false }))
+			s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), learner(4, "d", true))
+			delete(s.Etcd.Statuses, 1)
+			delete(s.Etcd.Statuses, 2)
+			return s
+		}, Action{Kind: KindBlocked, Member: "d", MemberID: 4, Reason: ReasonWaitingForHealthyMembers}},
+		{"bootstrap with members but no single seed waits", func() Scope {
+			s := steady3()
+			s.ClusterID = ""
+			return s
+		}, Action{Kind: KindWait, Reason: ReasonBootstrapping}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got := Next(c.scope())
+			if got.Kind != c.want.Kind || got.Member != c.want.Member || got.MemberID != c.want.MemberID ||
+				got.InEtcd != c.want.InEtcd || got.Reason != c.want.Reason ||
+				(c.want.InitialCluster != "" && got.InitialCluster != c.want.InitialCluster) ||
+				(c.want.ClusterID != "" && got.ClusterID != c.want.ClusterID) || got.PVC != c.want.PVC {
+				t.Errorf("Next =\n  %+v\nwant\n  %+v", got, c.want)
+			}
+			if got.Kind == KindBlocked && (got.Gate == nil || got.Gate.Allowed || got.Message == "") {
+				t.Errorf("a blocked action must carry a refused gate decision and a message: %+v", got)
+			}
+		})
+	}
+}
+
+// TestNextGatesEveryMembershipAction checks that every action that changes membership or
+// leadership carries an allowed gate decision: the planner never plans an ungated mutation.
+func TestNextGatesEveryMembershipAction(t *testing.T) {
+	t.Parallel()
+	scopes := map[string]Scope{}
+	s := steady3()
+	s.Target = 5
+	scopes["add"] = s
+	s = steady3()
+	s.Target = 1
+	scopes["remove"] = s
+	s = steady3()
+	s.Target, s.Etcd.Leader = 2, 3
+	scopes["move"] = s
+	s = steady3()
+	s.Target = 4
+	s.Members = append(s.Members, with(mem("d", 4), func(m *Member) { m.Ready = false }))
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), learner(4, "d", true))
+	scopes["promote"] = s
+	for name, s := range scopes {
+		a := Next(s)
+		if a.Gate == nil || !a.Gate.Allowed {
+			t.Errorf("%s: %s planned without an allowed gate decision: %+v", name, a.Kind, a.Gate)
+		}
+	}
+}
+
+func TestBlockedMessageNamesUnhealthyMembers(t *testing.T) {
+	t.Parallel()
+	s := steady3()
+	s.Target = 2
+	delete(s.Etcd.Statuses, 1)
+	delete(s.Etcd.Statuses, 2)
+	a := Next(s)
+	if a.Gate == nil || a.Gate.Reason != quorum.ReasonNoQuorum {
+		t.Fatalf("gate = %+v, want NoQuorum", a.Gate)
+	}
+	if want := "; not healthy: a, b"; len(a.Message) < len(want) || a.Message[len(a.Message)-len(want):] != want {
+		t.Errorf("message %q does not end with %q", a.Message, want)
+	}
+}
+
+func TestLeaderTransfereePrefersUpdatedThenAppliedIndex(t *testing.T) {
+	t.Parallel()
+	s := steady3()
+	s.Target = 2
+	s.Etcd.Leader = 3
+	// b has the higher applied index, but runs an outdated template: a wins.
+	s.Etcd.Statuses[2] = etcdclient.Status{ID: 2, RaftAppliedIndex: 100}
+	s.Members[1].TemplateCurrent = false
+	// Ranking would now pick b as the victim (outdated), so pin the victim with remove-first.
+	s.Members[2].RemoveFirst = true
+	a := Next(s)
+	if a.Kind != KindMoveLeader || a.MemberID != 1 {
+		t.Fatalf("Next = %+v, want MoveLeader to 1", a)
+	}
+}

@@ -1,0 +1,278 @@
+package membership
+
+import (
+	"slices"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/quorum"
+)
+
+// Timings the planner asks the controller to requeue after (behaviour.md §24). Watches drive
+// most work; these are for external state only (etcd and the Pods' processes).
+const (
+	// MembershipPoll is how soon to look again while a member's process starts or joins.
+	MembershipPoll = 2 * time.Second
+	// PromoteRetry is how soon to retry a promotion etcd refused as "learner not in sync".
+	PromoteRetry = 5 * time.Second
+	// DefaultOrphanMemberGrace is how long a learner no EtcdMember explains is left alone
+	// before it is removed: long enough for a cache to catch up with a member just created.
+	DefaultOrphanMemberGrace = time.Minute
+)
+
+// Member is one EtcdMember as the planner sees it.
+type Member struct {
+	// Name is the EtcdMember's name, etcd's --name.
+	Name string
+	// UID is the EtcdMember's UID.
+	UID string
+	// Created is the EtcdMember's creationTimestamp.
+	Created time.Time
+	// PeerURL is the peer URL the member advertises, and is added to etcd with.
+	PeerURL string
+	// Bootstrap marks the seed.
+	Bootstrap bool
+	// Pending is true while spec.initialCluster is empty: the member has no Pod and may not be
+	// in etcd yet.
+	Pending bool
+	// Dormant is spec.dormant.
+	Dormant bool
+	// Deleting is true once the EtcdMember has a deletionTimestamp.
+	Deleting bool
+	// RemovalReason is the removal-reason annotation: the operator's recorded intent to remove.
+	RemovalReason string
+	// RemoveFirst is the remove-first annotation.
+	RemoveFirst bool
+	// Ready is the member's Ready condition.
+	Ready bool
+	// Unhealthy is true when the member's Healthy condition is False.
+	Unhealthy bool
+	// Updated is true when the member's Updated condition is True (its Pod runs the template
+	// it carries).
+	Updated bool
+	// TemplateCurrent is true when the member's template equals the latched target.
+	TemplateCurrent bool
+	// PodRunning is true when the member's Pod exists and is Running.
+	PodRunning bool
+	// PodReady is true when the member's Pod is Ready.
+	PodReady bool
+	// AllowDeletion is the allow-deletion annotation.
+	AllowDeletion bool
+	// VoterHint is status.isVoter. It is used for conditions only while etcd does not answer,
+	// never for a membership decision.
+	VoterHint bool
+}
+
+// Running reports whether the member counts towards the running members: neither dormant nor
+// being deleted.
+func (m Member) Running() bool { return !m.Dormant && !m.Deleting }
+
+// PVC is one data PVC of the cluster.
+type PVC struct {
+	// Name is the PVC's name, data-<member>.
+	Name string
+	// Member is the member the PVC belongs to (its component label).
+	Member string
+	// MemberUID is the member-uid annotation.
+	MemberUID string
+	// Deleting is true once the PVC has a deletionTimestamp.
+	Deleting bool
+}
+
+// Etcd is what etcd said in this pass.
+type Etcd struct {
+	// Known is true when MemberList answered; everything below is empty otherwise.
+	Known bool
+	// Members is etcd's member list.
+	Members []etcdclient.Member
+	// Statuses holds the Status answers of this pass, by member ID. A member without an entry
+	// did not answer within its timeout.
+	Statuses map[uint64]etcdclient.Status
+	// Leader is the leader's member ID; 0 when unknown.
+	Leader uint64
+	// Alarms are the active alarms.
+	Alarms []etcdclient.Alarm
+	// FirstSeen is when the operator first saw each member ID; it times orphanMemberGrace.
+	FirstSeen map[uint64]time.Time
+}
+
+// Scope is everything one pass observed about one cluster.
+type Scope struct {
+	// Target is status.observed.replicas, the latched member count.
+	Target int32
+	// ClusterID is status.clusterID; empty before bootstrap latched it.
+	ClusterID string
+	// Members are the cluster's EtcdMembers, in any order.
+	Members []Member
+	// PVCs are the cluster's data PVCs.
+	PVCs []PVC
+	// Etcd is the etcd view.
+	Etcd Etcd
+	// Now is the clock reading of this pass.
+	Now time.Time
+	// OrphanMemberGrace overrides DefaultOrphanMemberGrace when positive.
+	OrphanMemberGrace time.Duration
+	// Bootstrapping is true while the cluster has never converged since it was created; it
+	// only chooses between the Bootstrapping and ScalingUp reasons.
+	Bootstrapping bool
+}
+
+// orphanGrace returns the grace in force.
+func (s *Scope) orphanGrace() time.Duration {
+	if s.OrphanMemberGrace > 0 {
+		return s.OrphanMemberGrace
+	}
+	return DefaultOrphanMemberGrace
+}
+
+// EtcdMemberOf returns the etcd member that is m: same peer URL, or same name once started.
+func (s *Scope) EtcdMemberOf(m Member) (etcdclient.Member, bool) {
+	for _, e := range s.Etcd.Members {
+		if slices.Contains(e.PeerURLs, m.PeerURL) || (e.Name != "" && e.Name == m.Name) {
+			return e, true
+		}
+	}
+	return etcdclient.Member{}, false
+}
+
+// MemberOf returns the EtcdMember that is etcd member e, by peer URL or name.
+func (s *Scope) MemberOf(e etcdclient.Member) (Member, bool) {
+	for _, m := range s.Members {
+		if slices.Contains(e.PeerURLs, m.PeerURL) || (e.Name != "" && e.Name == m.Name) {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// member returns the EtcdMember named name.
+func (s *Scope) member(name string) (Member, bool) {
+	for _, m := range s.Members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// Running returns the running members (neither dormant nor being deleted), sorted by name.
+func (s *Scope) Running() []Member {
+	var out []Member
+	for _, m := range s.Members {
+		if m.Running() {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
+	return out
+}
+
+// Voters returns etcd's voters, sorted by ID.
+func (s *Scope) Voters() []etcdclient.Member {
+	var out []etcdclient.Member
+	for _, e := range s.Etcd.Members {
+		if !e.IsLearner {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b etcdclient.Member) int { return compareUint(a.ID, b.ID) })
+	return out
+}
+
+// Learners returns etcd's learners, sorted by ID.
+func (s *Scope) Learners() []etcdclient.Member {
+	var out []etcdclient.Member
+	for _, e := range s.Etcd.Members {
+		if e.IsLearner {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b etcdclient.Member) int { return compareUint(a.ID, b.ID) })
+	return out
+}
+
+// DisplayName names an etcd member in decisions and messages: its EtcdMember's name, else its
+// etcd name, else its hex ID.
+func (s *Scope) DisplayName(e etcdclient.Member) string {
+	if m, ok := s.MemberOf(e); ok {
+		return m.Name
+	}
+	if e.Name != "" {
+		return e.Name
+	}
+	return e.IDHex()
+}
+
+// hasCorruptAlarm reports whether a CORRUPT alarm names id.
+func (s *Scope) hasCorruptAlarm(id uint64) bool {
+	for _, a := range s.Etcd.Alarms {
+		if a.MemberID == id && a.Type == etcdclient.AlarmCorrupt {
+			return true
+		}
+	}
+	return false
+}
+
+// voterHealth folds this pass's observations of voter e into a quorum.Voter.
+func (s *Scope) voterHealth(e etcdclient.Member) quorum.Voter {
+	st, answered := s.Etcd.Statuses[e.ID]
+	m, hasCR := s.MemberOf(e)
+	obs := quorum.Observation{
+		StatusAnswered: answered,
+		PodReady:       hasCR && m.PodReady,
+		CorruptAlarm:   s.hasCorruptAlarm(e.ID),
+	}
+	return quorum.Voter{
+		Name:   s.DisplayName(e),
+		Health: obs.Health(),
+		// Its only Status answer so far was given as a learner: nobody has seen it vote yet.
+		JustPromoted: answered && st.IsLearner,
+	}
+}
+
+// QuorumView projects etcd's membership for the quorum gate.
+func (s *Scope) QuorumView() quorum.View {
+	var v quorum.View
+	for _, e := range s.Voters() {
+		v.Voters = append(v.Voters, s.voterHealth(e))
+	}
+	for _, e := range s.Learners() {
+		v.Learners = append(v.Learners, quorum.Learner{Name: s.DisplayName(e), Started: e.Started()})
+	}
+	return v
+}
+
+// IsVoter reports whether member m votes: by etcd's member list when etcd answered, else by
+// the member's status (for conditions only).
+func (s *Scope) IsVoter(m Member) bool {
+	if !s.Etcd.Known {
+		return m.VoterHint
+	}
+	e, ok := s.EtcdMemberOf(m)
+	return ok && !e.IsLearner
+}
+
+// HealthyVoter reports whether voter e counts as healthy for the gate.
+func (s *Scope) HealthyVoter(e etcdclient.Member) bool {
+	return s.voterHealth(e).CountsHealthy()
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compareUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
