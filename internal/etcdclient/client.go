@@ -389,6 +389,14 @@ func (c *Conn) HashKV(ctx context.Context, endpoint string, rev int64) (HashKV, 
 		h.MemberID = resp.Header.MemberId
 		h.Revision = resp.Header.Revision
 	}
+	// etcd 3.5 does not fill hash_revision (seen with 3.5.35); it hashed up to the requested
+	// revision, or up to its current one for rev 0.
+	if h.HashRevision == 0 {
+		h.HashRevision = rev
+		if rev <= 0 {
+			h.HashRevision = h.Revision
+		}
+	}
 	return h, nil
 }
 
