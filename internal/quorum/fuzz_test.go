@@ -79,27 +79,40 @@ func assertInvariants(t *testing.T, vw quorum.View, action quorum.Action, d quor
 	if errors.Is(d.Err(), quorum.ErrRefused) == d.Allowed {
 		t.Fatalf("Err() = %v for allowed=%v", d.Err(), d.Allowed)
 	}
-	V, H, L := len(vw.Voters), vw.HealthyVoters(), len(vw.Learners)
-	if d.Disruptive && !(d.Allowed && action.Kind == quorum.KindDisrupt && V == 1) {
+	V := len(vw.Voters)
+	if d.Disruptive && (!d.Allowed || action.Kind != quorum.KindDisrupt || V != 1) {
 		t.Fatalf("disruptive %+v for %v over V=%d", d, action, V)
 	}
-	if !d.Allowed {
-		return
+	if d.Allowed {
+		assertAllowedIsSafe(t, vw, action, d)
 	}
-	var voter *quorum.Voter
-	var learner *quorum.Learner
+}
+
+// findTarget finds the action's member among voters and learners.
+func findTarget(vw quorum.View, name string) (voter *quorum.Voter, learner *quorum.Learner) {
 	for i := range vw.Voters {
-		if vw.Voters[i].Name == action.Member {
+		if vw.Voters[i].Name == name {
 			voter = &vw.Voters[i]
 		}
 	}
 	for i := range vw.Learners {
-		if vw.Learners[i].Name == action.Member {
+		if vw.Learners[i].Name == name {
 			learner = &vw.Learners[i]
 		}
 	}
+	return voter, learner
+}
+
+// assertAllowedIsSafe checks an allowed decision against the projected membership.
+func assertAllowedIsSafe(t *testing.T, vw quorum.View, action quorum.Action, d quorum.Decision) {
+	t.Helper()
+	V, H, L := len(vw.Voters), vw.HealthyVoters(), len(vw.Learners)
+	voter, learner := findTarget(vw, action.Member)
 	if voter != nil && learner != nil {
 		t.Fatalf("allowed %v over a view naming %s twice", action, action.Member)
+	}
+	if action.Kind != quorum.KindAddLearner && voter == nil && learner == nil {
+		t.Fatalf("allowed %v naming no member", action)
 	}
 	h := 0
 	if voter != nil && voter.CountsHealthy() {
@@ -110,34 +123,20 @@ func assertInvariants(t *testing.T, vw quorum.View, action quorum.Action, d quor
 	if action.Kind != quorum.KindDisrupt && H < q(V) {
 		t.Fatalf("allowed %v with H=%d < q(%d)", action, H, V)
 	}
+	var safe bool
 	switch action.Kind {
 	case quorum.KindAddLearner:
-		if L != 0 {
-			t.Fatalf("allowed a learner add with %d learners", L)
-		}
+		safe = L == 0
 	case quorum.KindPromote:
-		if learner == nil || !learner.Started || learner.Sync == quorum.NotInSync || H+1 < q(V+1) {
-			t.Fatalf("allowed promoting %+v with H=%d V=%d", learner, H, V)
-		}
+		safe = learner != nil && learner.Started && learner.Sync != quorum.NotInSync && H+1 >= q(V+1)
 	case quorum.KindRemove:
-		if voter == nil && learner == nil {
-			t.Fatalf("allowed removing unknown %q", action.Member)
-		}
-		if voter != nil && (V-1 < 1 || H-h < q(V-1)) {
-			t.Fatalf("allowed removing voter %s leaving H=%d of V=%d", voter.Name, H-h, V-1)
-		}
+		safe = voter == nil || (V-1 >= 1 && H-h >= q(V-1))
 	case quorum.KindDisrupt:
-		if voter == nil && learner == nil {
-			t.Fatalf("allowed disrupting unknown %q", action.Member)
-		}
-		if !d.Disruptive && H-h < q(V) {
-			t.Fatalf("allowed disrupting %s leaving H=%d of V=%d", action.Member, H-h, V)
-		}
+		safe = d.Disruptive || H-h >= q(V)
 	case quorum.KindMoveLeader:
-		if voter == nil || h != 1 {
-			t.Fatalf("allowed moving leadership to %q, not a healthy voter", action.Member)
-		}
-	default:
-		t.Fatalf("allowed unknown kind %v", action.Kind)
+		safe = voter != nil && h == 1
+	}
+	if !safe {
+		t.Fatalf("allowed unsafe %v over V=%d H=%d L=%d ([m healthy]=%d): %+v", action, V, H, L, h, d)
 	}
 }

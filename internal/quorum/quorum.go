@@ -161,11 +161,6 @@ func (k Kind) String() string {
 	}
 }
 
-// changesMembership reports whether etcd must commit a configuration change for the action.
-func (k Kind) changesMembership() bool {
-	return k == KindAddLearner || k == KindPromote || k == KindRemove
-}
-
 // Action is one membership change or member disruption. Build it with AddLearner, Promote,
 // Remove, Disrupt or MoveLeader.
 type Action struct {
@@ -197,29 +192,29 @@ type Reason string
 const (
 	// ReasonNone is the reason of an allowed decision.
 	ReasonNone Reason = ""
-	// ReasonNoQuorum: fewer than q(V) voters are healthy, so etcd cannot commit a membership
+	// ReasonNoQuorum means fewer than q(V) voters are healthy, so etcd cannot commit a membership
 	// change at all.
 	ReasonNoQuorum Reason = "NoQuorum"
-	// ReasonWouldLoseQuorum: the action would leave fewer healthy voters than the quorum of the
+	// ReasonWouldLoseQuorum means the action would leave fewer healthy voters than the quorum of the
 	// resulting membership.
 	ReasonWouldLoseQuorum Reason = "WouldLoseQuorum"
-	// ReasonLearnerExists: etcd admits one learner at a time and one exists.
+	// ReasonLearnerExists means etcd admits one learner at a time and one exists.
 	ReasonLearnerExists Reason = "LearnerExists"
-	// ReasonLearnerNotStarted: the learner to promote has not started (it has no name in etcd's
+	// ReasonLearnerNotStarted means the learner to promote has not started (it has no name in etcd's
 	// member list), so it cannot be in sync.
 	ReasonLearnerNotStarted Reason = "LearnerNotStarted"
-	// ReasonLearnerNotInSync: etcd reported the learner not in sync with the leader yet.
+	// ReasonLearnerNotInSync means etcd reported the learner not in sync with the leader yet.
 	ReasonLearnerNotInSync Reason = "LearnerNotInSync"
-	// ReasonLastVoter: removing the only voter would leave a cluster that cannot exist.
+	// ReasonLastVoter means removing the only voter would leave a cluster that cannot exist.
 	ReasonLastVoter Reason = "LastVoter"
-	// ReasonUnknownMember: the action names no member of the view.
+	// ReasonUnknownMember means the action names no member of the view.
 	ReasonUnknownMember Reason = "UnknownMember"
-	// ReasonNotALearner: Promote names a voter.
+	// ReasonNotALearner means Promote names a voter.
 	ReasonNotALearner Reason = "NotALearner"
-	// ReasonNotAHealthyVoter: MoveLeader names a learner or a voter that does not count as
+	// ReasonNotAHealthyVoter means MoveLeader names a learner or a voter that does not count as
 	// healthy.
 	ReasonNotAHealthyVoter Reason = "NotAHealthyVoter"
-	// ReasonInvalid: the action kind is unknown or the view names a member twice.
+	// ReasonInvalid means the action kind is unknown or the view names a member twice.
 	ReasonInvalid Reason = "Invalid"
 )
 
@@ -518,5 +513,5 @@ func MinAvailable(voters, target int) (value int32, deletePDB bool) {
 	if q > math.MaxInt32 {
 		return math.MaxInt32, false
 	}
-	return int32(q), false
+	return int32(q), false //nolint:gosec // q ≤ math.MaxInt32 is checked just above.
 }

@@ -436,7 +436,7 @@ func (c *Cluster) Defragment(_ context.Context, endpoint string) error {
 // HashKV implements etcdclient.Client. Every running member applied the same history, so all
 // report the same hash for a revision.
 func (c *Cluster) HashKV(_ context.Context, endpoint string, rev int64) (etcdclient.HashKV, error) {
-	c.record(HashKV, endpoint+"@"+strconv.FormatInt(rev, 10))
+	c.record(HashKV, endpoint+" rev="+strconv.FormatInt(rev, 10))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.byEndpoint(endpoint)

@@ -38,7 +38,7 @@ func (m Method) Mutating() bool {
 }
 
 // Call is one recorded call. Arg renders the call's argument deterministically: the peer URLs
-// joined by commas, a member ID in hex, an endpoint, "endpoint@revision", or "member/ALARM".
+// joined by commas, a member ID in hex, an endpoint, "endpoint rev=N", or "member/ALARM".
 type Call struct {
 	Method Method
 	Arg    string
@@ -251,7 +251,7 @@ func (r *Recorder) Defragment(_ context.Context, endpoint string) error {
 
 // HashKV implements etcdclient.Client.
 func (r *Recorder) HashKV(_ context.Context, endpoint string, rev int64) (etcdclient.HashKV, error) {
-	if err := r.call(HashKV, endpoint+"@"+strconv.FormatInt(rev, 10)); err != nil {
+	if err := r.call(HashKV, endpoint+" rev="+strconv.FormatInt(rev, 10)); err != nil {
 		return etcdclient.HashKV{}, err
 	}
 	r.mu.Lock()

@@ -77,7 +77,7 @@ func TestRecorderErrors(t *testing.T) {
 	if len(r.Calls()) != 0 {
 		t.Fatalf("ResetCalls left %v", r.Calls())
 	}
-	if got := (etcdfake.Call{Method: etcdfake.HashKV, Arg: "http://a:2379@5"}).String(); got != "HashKV(http://a:2379@5)" {
+	if got := (etcdfake.Call{Method: etcdfake.HashKV, Arg: "http://a:2379 rev=5"}).String(); got != "HashKV(http://a:2379 rev=5)" {
 		t.Fatalf("Call.String() = %q", got)
 	}
 }

@@ -18,21 +18,7 @@ func TestStatusHashKVMoveLeader(t *testing.T) {
 	defer cancel()
 	c := startCluster(ctx, t, 3)
 	cli := dial(ctx, t, c.Endpoints())
-
-	// Writes go through a plain clientv3 client: the adapter has no KV calls on purpose.
-	kv, err := etcdconn.New(ctx, etcdconn.Options{Endpoints: c.Endpoints()})
-	if err != nil {
-		t.Fatalf("dialing for writes: %v", err)
-	}
-	defer func() { _ = kv.Close() }()
-	var rev int64
-	for i := range 50 {
-		resp, err := kv.Put(ctx, fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", i))
-		if err != nil {
-			t.Fatalf("put: %v", err)
-		}
-		rev = resp.Header.Revision
-	}
+	rev := writeKeys(ctx, t, c.Endpoints(), 50)
 
 	list, err := cli.MemberList(ctx)
 	if err != nil {
@@ -42,43 +28,8 @@ func TestStatusHashKVMoveLeader(t *testing.T) {
 	if err != nil {
 		t.Fatalf("finding the leader: %v", err)
 	}
-	ids := map[uint64]bool{}
-	for _, ep := range c.Endpoints() {
-		st, err := cli.Status(ctx, ep)
-		if err != nil {
-			t.Fatalf("Status(%s): %v", ep, err)
-		}
-		if st.Version == "" || st.IsLearner || st.Leader != leader || st.DBSize <= 0 || st.DBSizeInUse <= 0 || st.RaftTerm == 0 || st.RaftIndex == 0 || len(st.Errors) != 0 {
-			t.Errorf("Status(%s) = %+v", ep, st)
-		}
-		ids[st.ID] = true
-	}
-	for _, m := range list {
-		if !ids[m.ID] {
-			t.Errorf("member %s answered no Status", m.IDHex())
-		}
-	}
-
-	// Members may apply the last write a moment apart: retry while one lags behind rev.
-	var hashes []etcdclient.HashKV
-	if _, err := retry(ctx, func(ctx context.Context) error {
-		hashes = hashes[:0]
-		for _, ep := range c.Endpoints() {
-			h, err := cli.HashKV(ctx, ep, rev)
-			if err != nil {
-				return err
-			}
-			hashes = append(hashes, h)
-		}
-		return nil
-	}, etcdclient.ErrTimeout, etcdclient.ErrUnavailable); err != nil {
-		t.Fatalf("HashKV: %v", err)
-	}
-	for _, h := range hashes[1:] {
-		if h.Hash != hashes[0].Hash || h.HashRevision != rev {
-			t.Fatalf("HashKV differs at revision %d: %+v", rev, hashes)
-		}
-	}
+	checkStatuses(ctx, t, cli, c.Endpoints(), list, leader)
+	checkHashesEqual(ctx, t, cli, c.Endpoints(), rev)
 
 	if err := cli.Defragment(ctx, c.Endpoints()[1]); err != nil {
 		t.Fatalf("Defragment: %v", err)
@@ -112,6 +63,73 @@ func TestStatusHashKVMoveLeader(t *testing.T) {
 	}
 	if err := cli.MoveLeader(ctx, 0xdead); !errors.Is(err, etcdclient.ErrBadLeaderTransferee) {
 		t.Fatalf("MoveLeader to an unknown member: %v, want ErrBadLeaderTransferee", err)
+	}
+}
+
+// writeKeys writes n keys through a plain clientv3 client (the adapter has no KV calls on
+// purpose) and returns the revision of the last write.
+func writeKeys(ctx context.Context, t *testing.T, endpoints []string, n int) int64 {
+	t.Helper()
+	kv, err := etcdconn.New(ctx, etcdconn.Options{Endpoints: endpoints})
+	if err != nil {
+		t.Fatalf("dialing for writes: %v", err)
+	}
+	defer func() { _ = kv.Close() }()
+	var rev int64
+	for i := range n {
+		resp, err := kv.Put(ctx, fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", i))
+		if err != nil {
+			t.Fatalf("put: %v", err)
+		}
+		rev = resp.Header.Revision
+	}
+	return rev
+}
+
+// checkStatuses asserts every endpoint answers Status as a voter following leader, and every
+// listed member answered.
+func checkStatuses(ctx context.Context, t *testing.T, cli etcdclient.Client, endpoints []string, list []etcdclient.Member, leader uint64) {
+	t.Helper()
+	ids := map[uint64]bool{}
+	for _, ep := range endpoints {
+		st, err := cli.Status(ctx, ep)
+		if err != nil {
+			t.Fatalf("Status(%s): %v", ep, err)
+		}
+		if st.Version == "" || st.IsLearner || st.Leader != leader || st.DBSize <= 0 || st.DBSizeInUse <= 0 || st.RaftTerm == 0 || st.RaftIndex == 0 || len(st.Errors) != 0 {
+			t.Errorf("Status(%s) = %+v", ep, st)
+		}
+		ids[st.ID] = true
+	}
+	for _, m := range list {
+		if !ids[m.ID] {
+			t.Errorf("member %s answered no Status", m.IDHex())
+		}
+	}
+}
+
+// checkHashesEqual asserts every member hashes its keyspace alike at rev. Members may apply the
+// last write a moment apart, so a member failing to answer at rev is retried.
+func checkHashesEqual(ctx context.Context, t *testing.T, cli etcdclient.Client, endpoints []string, rev int64) {
+	t.Helper()
+	var hashes []etcdclient.HashKV
+	if _, err := retry(ctx, func(ctx context.Context) error {
+		hashes = hashes[:0]
+		for _, ep := range endpoints {
+			h, err := cli.HashKV(ctx, ep, rev)
+			if err != nil {
+				return err
+			}
+			hashes = append(hashes, h)
+		}
+		return nil
+	}, etcdclient.ErrTimeout, etcdclient.ErrUnavailable); err != nil {
+		t.Fatalf("HashKV: %v", err)
+	}
+	for _, h := range hashes[1:] {
+		if h.Hash != hashes[0].Hash || h.HashRevision != rev {
+			t.Fatalf("HashKV differs at revision %d: %+v", rev, hashes)
+		}
 	}
 }
 
