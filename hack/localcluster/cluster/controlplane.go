@@ -1,0 +1,202 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Control-plane component names (pid and log files).
+const (
+	etcdName          = "etcd"
+	apiServerName     = "kube-apiserver"
+	controllerMgrName = "kube-controller-manager"
+	schedulerName     = "kube-scheduler"
+	kubeProxyName     = "kube-proxy"
+	coreDNSName       = "coredns"
+)
+
+func (c *Cluster) kube(binary string) string { return filepath.Join(c.kubeDir, binary) }
+
+func (c *Cluster) etcdProcess() process {
+	url := fmt.Sprintf("http://%s:%d", ControlPlaneIP, etcdClientPort)
+	peer := fmt.Sprintf("http://%s:%d", ControlPlaneIP, etcdPeerPort)
+	return process{
+		name: etcdName,
+		bin:  filepath.Join(c.apiEtcdDir, "etcd"),
+		args: []string{
+			"--name=control-plane",
+			"--data-dir=" + c.layout.etcdData(),
+			"--listen-client-urls=" + url,
+			"--advertise-client-urls=" + url,
+			"--listen-peer-urls=" + peer,
+			"--initial-advertise-peer-urls=" + peer,
+			"--initial-cluster=control-plane=" + peer,
+			// A throwaway test cluster: durability across power loss buys nothing here,
+			// and fsync latency on a shared disk slows every API write.
+			"--unsafe-no-fsync",
+		},
+	}
+}
+
+func (c *Cluster) apiServerProcess() process {
+	pki := func(f string) string { return filepath.Join(c.layout.pki(), f) }
+	return process{
+		name: apiServerName,
+		bin:  c.kube("kube-apiserver"),
+		args: []string{
+			fmt.Sprintf("--etcd-servers=http://%s:%d", ControlPlaneIP, etcdClientPort),
+			"--bind-address=" + ControlPlaneIP,
+			"--advertise-address=" + ControlPlaneIP,
+			fmt.Sprintf("--secure-port=%d", APIServerPort),
+			"--service-cluster-ip-range=" + ServiceCIDR,
+			"--client-ca-file=" + pki("ca.crt"),
+			"--tls-cert-file=" + pki("apiserver.crt"),
+			"--tls-private-key-file=" + pki("apiserver.key"),
+			"--kubelet-client-certificate=" + pki("apiserver-kubelet-client.crt"),
+			"--kubelet-client-key=" + pki("apiserver-kubelet-client.key"),
+			"--kubelet-preferred-address-types=InternalIP",
+			"--service-account-key-file=" + pki("sa.pub"),
+			"--service-account-signing-key-file=" + pki("sa.key"),
+			"--service-account-issuer=https://kubernetes.default.svc." + DNSDomain,
+			"--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction",
+			"--allow-privileged=true",
+			"--profiling=false",
+			"--v=1",
+		},
+	}
+}
+
+func (c *Cluster) controllerManagerProcess() process {
+	pki := func(f string) string { return filepath.Join(c.layout.pki(), f) }
+	kubeconfig := c.kubeconfigPath(controllerMgrIdentity)
+	return process{
+		name: controllerMgrName,
+		bin:  c.kube("kube-controller-manager"),
+		args: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--authentication-kubeconfig=" + kubeconfig,
+			"--authorization-kubeconfig=" + kubeconfig,
+			"--bind-address=" + ControlPlaneIP,
+			"--leader-elect=false",
+			"--use-service-account-credentials=true",
+			"--service-account-private-key-file=" + pki("sa.key"),
+			"--root-ca-file=" + pki("ca.crt"),
+			"--cluster-signing-cert-file=" + pki("ca.crt"),
+			"--cluster-signing-key-file=" + pki("ca.key"),
+			"--service-cluster-ip-range=" + ServiceCIDR,
+			"--cluster-cidr=" + PodCIDR,
+			// Node-loss tests should not wait the default 50 s for NotReady; the kubelets
+			// renew their leases every 5 s (nodeLeaseDurationSeconds 20).
+			"--node-monitor-grace-period=20s",
+			"--node-monitor-period=2s",
+			"--v=1",
+		},
+	}
+}
+
+func (c *Cluster) schedulerProcess() process {
+	kubeconfig := c.kubeconfigPath(schedulerIdentity)
+	return process{
+		name: schedulerName,
+		bin:  c.kube("kube-scheduler"),
+		args: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--authentication-kubeconfig=" + kubeconfig,
+			"--authorization-kubeconfig=" + kubeconfig,
+			"--bind-address=" + ControlPlaneIP,
+			"--leader-elect=false",
+			"--v=1",
+		},
+	}
+}
+
+// kubeProxyConfig serves every node: all bridges share the host's network namespace, so one
+// kube-proxy's rules apply to every node's Pods. It leaves conntrack sysctls alone and opens
+// NodePorts only on cluster addresses.
+func (c *Cluster) kubeProxyConfig() string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: %s
+mode: iptables
+clusterCIDR: %s
+hostnameOverride: %s
+bindAddress: %s
+healthzBindAddress: %s:%d
+metricsBindAddress: %s:10249
+nodePortAddresses: [%s]
+oomScoreAdj: 0
+iptables:
+  localhostNodePorts: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, c.kubeconfigPath(kubeProxyIdentity), PodCIDR, c.nodes[0].Name, ControlPlaneIP, ControlPlaneIP, kubeProxyHealthz, ControlPlaneIP, NodeCIDR)
+}
+
+func (c *Cluster) kubeProxyProcess() process {
+	return process{
+		name: kubeProxyName,
+		bin:  c.kube("kube-proxy"),
+		args: []string{"--config=" + c.layout.config("kube-proxy.yaml"), "--v=1"},
+	}
+}
+
+// corefile serves the cluster domain from the API (with per-Pod A records, which etcd peers
+// use) and answers NXDOMAIN for every other name: there is no forward plugin, so CoreDNS never
+// queries a resolver outside this machine.
+func (c *Cluster) corefile() string {
+	return fmt.Sprintf(`%[1]s in-addr.arpa ip6.arpa {
+    bind %[2]s
+    errors
+    health %[2]s:%[3]d
+    ready %[2]s:%[4]d
+    kubernetes %[1]s in-addr.arpa ip6.arpa {
+        kubeconfig %[5]s
+        pods insecure
+        ttl 5
+    }
+    cache 5
+}
+. {
+    bind %[2]s
+    errors
+    template ANY ANY {
+        rcode NXDOMAIN
+    }
+}
+`, DNSDomain, ControlPlaneIP, coreDNSHealthPort, coreDNSReadyPort, c.kubeconfigPath(coreDNSIdentity))
+}
+
+func (c *Cluster) coreDNSProcess() process {
+	return process{
+		name: coreDNSName,
+		bin:  filepath.Join(c.coreDNSDir, "coredns"),
+		args: []string{"-conf", c.layout.config("Corefile")},
+	}
+}
+
+// writeControlPlaneFiles writes the configuration files of the host-wide components.
+func (c *Cluster) writeControlPlaneFiles() error {
+	files := map[string]string{
+		c.layout.config("kube-proxy.yaml"): c.kubeProxyConfig(),
+		c.layout.config("Corefile"):        c.corefile(),
+	}
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		// kube-proxy exits when its config file changes, so rewrite only on change.
+		if old, err := os.ReadFile(path); err == nil && string(old) == content {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// VolumesPerNode is how many local PVs up keeps available on each node.
+const VolumesPerNode = 20
+
+// volumeCapacity is the nominal size of each local PV; local volumes do not enforce it, so
+// it only has to be at least what tests request.
+var volumeCapacity = resource.MustParse("10Gi")
+
+// volumeLabel marks the PVs up manages.
+const volumeLabel = "etcd-operator.local/local-volume"
+
+// ensureVolumes keeps VolumesPerNode local PVs per node in the default StorageClass. A PV
+// released by its claim (Retain) is wiped and recreated, so every up returns used volumes to
+// the pool; PVs still bound are left alone.
+func (c *Cluster) ensureVolumes(ctx context.Context, cs kubernetes.Interface) error {
+	existing, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: volumeLabel})
+	if err != nil {
+		return fmt.Errorf("listing local PVs: %w", err)
+	}
+	current := map[string]corev1.PersistentVolume{}
+	for _, pv := range existing.Items {
+		current[pv.Name] = pv
+	}
+	for _, n := range c.nodes {
+		for i := range VolumesPerNode {
+			name := fmt.Sprintf("%s-pv-%02d", n.Name, i)
+			dir := filepath.Join(c.layout.volumes(n), fmt.Sprintf("pv-%02d", i))
+			if pv, ok := current[name]; ok {
+				if pv.Status.Phase != corev1.VolumeReleased && pv.Status.Phase != corev1.VolumeFailed {
+					continue
+				}
+				if err := cs.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("recycling PV %s: %w", name, err)
+				}
+				if err := waitGone(ctx, cs, name); err != nil {
+					return err
+				}
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return err
+			}
+			// Non-root Pods (the restricted profile) must be able to write the volume.
+			if err := os.Chmod(dir, 0o777); err != nil {
+				return err
+			}
+			if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, localPV(name, dir, n), metav1.CreateOptions{}); ignoreExists(err) != nil {
+				return fmt.Errorf("creating PV %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func waitGone(ctx context.Context, cs kubernetes.Interface, pv string) error {
+	return poll(ctx, 30*time.Second, "PV "+pv+" to be deleted", func() (bool, error) {
+		_, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+func localPV(name, dir string, n Node) *corev1.PersistentVolume {
+	fs := corev1.PersistentVolumeFilesystem
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{volumeLabel: "true"}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: volumeCapacity},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              StorageClassName,
+			VolumeMode:                    &fs,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				Local: &corev1.LocalVolumeSource{Path: dir},
+			},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{n.Name},
+				}}}},
+			}},
+		},
+	}
+}
+
+// PVCHostPath returns the host folder that backs the bound PVC namespace/name, for faults that
+// wipe or corrupt a member's data. Every node shares this host's file system, so the folder
+// can be changed directly (stop the Pod first if it must not see a half-written state).
+func (c *Cluster) PVCHostPath(ctx context.Context, namespace, name string) (string, error) {
+	cs, err := c.Client()
+	if err != nil {
+		return "", err
+	}
+	pvc, err := cs.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("getting PVC %s/%s: %w", namespace, name, err)
+	}
+	if pvc.Spec.VolumeName == "" {
+		return "", fmt.Errorf("PVC %s/%s is not bound yet (phase %s)", namespace, name, pvc.Status.Phase)
+	}
+	pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("getting PV %s of PVC %s/%s: %w", pvc.Spec.VolumeName, namespace, name, err)
+	}
+	switch {
+	case pv.Spec.Local != nil:
+		return pv.Spec.Local.Path, nil
+	case pv.Spec.HostPath != nil:
+		return pv.Spec.HostPath.Path, nil
+	}
+	return "", fmt.Errorf("PV %s of PVC %s/%s is neither local nor hostPath", pv.Name, namespace, name)
+}
