@@ -66,12 +66,17 @@ type Options struct {
 	// ExtraArgs are appended to every member's flags. etcd's flag parsing keeps the last
 	// occurrence, so they can override the defaults (e.g. "--election-timeout=2000").
 	ExtraArgs []string
+	// TLS serves client traffic over HTTPS with certificates from a generated PKI (in
+	// Dir/pki) and requires client certificates. Peer traffic stays plain HTTP.
+	TLS bool
 }
 
 // Cluster is a set of etcd member processes that formed one cluster.
 type Cluster struct {
 	// Members in the order of their names (m0, m1, ...).
 	Members []*Member
+	// PKI is the generated certificate authority when Options.TLS is set, else nil.
+	PKI *PKI
 }
 
 // Member is one etcd server process. Its ports and data dir stay the same across restarts,
@@ -79,8 +84,12 @@ type Cluster struct {
 type Member struct {
 	// Name is the etcd member name.
 	Name string
-	// ClientURL is the member's client URL (http://127.0.0.1:port).
+	// ClientURL is the member's client URL (http://127.0.0.1:port, https with Options.TLS).
 	ClientURL string
+	// MetricsURL is a plain-HTTP listener for /health and /metrics, so health checks work
+	// whatever the client TLS settings. Empty for members started without one; health checks
+	// then use ClientURL.
+	MetricsURL string
 	// PeerURL is the member's peer URL.
 	PeerURL string
 	// DataDir is the member's --data-dir.
@@ -114,18 +123,33 @@ func NewCluster(opts Options) (*Cluster, error) {
 		opts.Binary = b
 	}
 	size := max(opts.Size, 1)
-	ports, err := freePorts(2 * size)
+	ports, err := freePorts(3 * size)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{}
+	clientScheme := "http"
+	var tlsArgs []string
+	if opts.TLS {
+		if c.PKI, err = NewPKI(filepath.Join(opts.Dir, "pki")); err != nil {
+			return nil, err
+		}
+		clientScheme = "https"
+		tlsArgs = []string{
+			"--cert-file=" + c.PKI.ServerCertFile,
+			"--key-file=" + c.PKI.ServerKeyFile,
+			"--trusted-ca-file=" + c.PKI.CAFile,
+			"--client-cert-auth",
+		}
+	}
 	initial := make([]string, 0, size)
 	for i := range size {
 		m := &Member{
-			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
-			binary:    opts.Binary,
+			Name:       fmt.Sprintf("m%d", i),
+			ClientURL:  fmt.Sprintf("%s://127.0.0.1:%d", clientScheme, ports[3*i]),
+			PeerURL:    fmt.Sprintf("http://127.0.0.1:%d", ports[3*i+1]),
+			MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", ports[3*i+2]),
+			binary:     opts.Binary,
 		}
 		dir := filepath.Join(opts.Dir, m.Name)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -151,9 +175,10 @@ func NewCluster(opts Options) (*Cluster, error) {
 			// Ignored once the data dir exists, so restarts rejoin with their persisted identity.
 			"--initial-cluster-state=new",
 			"--initial-cluster-token=" + token,
+			"--listen-metrics-urls=" + m.MetricsURL,
 			"--logger=zap",
 			"--log-outputs=stderr",
-		}, opts.ExtraArgs...)
+		}, append(tlsArgs, opts.ExtraArgs...)...)
 	}
 	return c, nil
 }
@@ -352,7 +377,11 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 }
 
 func (m *Member) checkHealth(ctx context.Context, client *http.Client) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.ClientURL+"/health", nil)
+	base := m.MetricsURL
+	if base == "" {
+		base = m.ClientURL
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
 	if err != nil {
 		return err
 	}
