@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
@@ -177,4 +178,69 @@ func TestPodsCarryNoSecretMaterial(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzPod builds member Pods and PVCs from arbitrary spec values within what the API admits
+// (IDs > 0, as its CEL rules require): the builders must never panic, every Pod must pass Pod
+// Security restricted, its command line must hold the flag invariants, and its template hash must
+// be deterministic.
+func FuzzPod(f *testing.F) {
+	f.Add("3.6.5", false, int64(1<<30), "", "", false, false, false, false, int64(0), int64(0), int64(0), false)
+	f.Add("3.5.4", true, int64(64<<20), "default.etcd", "legacy", true, true, true, true, int64(1000), int64(1001), int64(1002), true)
+	f.Add("x", true, int64(-1), "..", "UPPER", false, true, false, true, int64(-5), int64(0), int64(1<<40), false)
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	lv := psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}
+	f.Fuzz(func(t *testing.T, version string, memory bool, sizeBytes int64, subPath, headless string,
+		clientTLS, clientMTLS, peerTLS, peerAutoTLS bool, uid, gid, fsGroup int64, emptyAffinity bool,
+	) {
+		m := newMember(func(m *etcdv1alpha2.EtcdMember) {
+			m.Spec.Version = version
+			medium := etcdv1alpha2.StorageMediumDefault
+			if memory {
+				medium = etcdv1alpha2.StorageMediumMemory
+			}
+			m.Spec.Storage = storageSpec("1Gi", medium)
+			size := resource.NewQuantity(sizeBytes, resource.BinarySI).String()
+			setSize(&m.Spec.Storage, size)
+			m.Annotations = map[string]string{
+				etcdv1alpha2.AnnotationDataDirSubPath:      subPath,
+				etcdv1alpha2.AnnotationHeadlessServiceName: headless,
+			}
+			m.Spec.TLS = &etcdv1alpha2.EtcdMemberTLS{ClientMTLS: clientMTLS, PeerAutoTLS: peerAutoTLS}
+			if clientTLS {
+				m.Spec.TLS.ClientServerSecretRef = ref("s")
+			}
+			if peerTLS {
+				m.Spec.TLS.PeerSecretRef = ref("p")
+			}
+			o := &etcdv1alpha2.PodSecurityOverrides{}
+			if uid > 0 {
+				o.RunAsUser = &uid
+			}
+			if gid > 0 {
+				o.RunAsGroup = &gid
+			}
+			if fsGroup > 0 {
+				o.FSGroup = &fsGroup
+			}
+			m.Spec.PodSecurityContext = o
+			if emptyAffinity {
+				m.Spec.Affinity = &corev1.Affinity{}
+			}
+		})
+		p := Pod(m, Inputs{})
+		_ = PVC(m, newCluster())
+		for _, r := range evaluator.EvaluatePod(lv, &p.ObjectMeta, &p.Spec) {
+			if !r.Allowed {
+				t.Fatalf("Pod violates restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
+			}
+		}
+		checkFlags(t, p.Spec.Containers[0].Args)
+		if again := Pod(m, Inputs{}); again.Annotations[etcdv1alpha2.AnnotationTemplateHash] != p.Annotations[etcdv1alpha2.AnnotationTemplateHash] {
+			t.Fatal("template hash is not deterministic")
+		}
+	})
 }
