@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
@@ -146,6 +150,7 @@ func TestPoolReusesOneDial(t *testing.T) {
 	cfg := etcdclient.Config{Endpoints: c.Endpoints(), TLSDigest: "material-1"}
 
 	var first etcdclient.Client
+	var afterFirstPass int
 	for pass := range 20 {
 		cli, err := pool.Get(ctx, "ns/etcd", cfg)
 		if err != nil {
@@ -163,9 +168,16 @@ func TestPoolReusesOneDial(t *testing.T) {
 		if _, err := cli.AlarmList(ctx); err != nil {
 			t.Fatalf("pass %d: AlarmList: %v", pass, err)
 		}
+		if pass == 0 {
+			afterFirstPass = socketsTo(t, c.Endpoints()[0])
+		}
 	}
 	if got := pool.Dials(); got != 1 {
 		t.Fatalf("Dials() = %d after 20 passes, want 1", got)
+	}
+	// No pass after the first opened a connection: closed ones would linger in TIME_WAIT.
+	if got := socketsTo(t, c.Endpoints()[0]); got != afterFirstPass {
+		t.Fatalf("%d sockets to the member after 20 passes, %d after the first: connections churn", got, afterFirstPass)
 	}
 
 	cfg.TLSDigest = "material-2"
@@ -188,4 +200,33 @@ func TestPoolReusesOneDial(t *testing.T) {
 	if _, err := second.Status(ctx, c.Endpoints()[0]); !errors.Is(err, etcdclient.ErrClosed) {
 		t.Fatalf("forgotten client: %v, want ErrClosed", err)
 	}
+}
+
+// socketsTo counts this host's TCP sockets (any state but LISTEN, TIME_WAIT included) whose
+// remote end is endpoint's loopback port, from /proc/net/tcp. Only this test talks to its
+// member, so a rising count means new connections.
+func socketsTo(t *testing.T, endpoint string) int {
+	t.Helper()
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", endpoint, err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatalf("port of %s: %v", endpoint, err)
+	}
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatalf("reading /proc/net/tcp: %v", err)
+	}
+	// 127.0.0.1 in /proc/net/tcp's little-endian hex.
+	remote := fmt.Sprintf("0100007F:%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[2] == remote && f[3] != "0A" { // 0A is LISTEN
+			n++
+		}
+	}
+	return n
 }
