@@ -45,7 +45,9 @@ const antiAffinityWeight int32 = 100
 // annotated with the template hash it was built from; the member controller compares that hash
 // with the one the cluster controller authorised to decide whether to recreate the Pod.
 //
-// The returned Pod shares no memory with member.
+// Callers build a Pod only for a member whose spec.initialCluster is set (an empty one means
+// the member has not been added to etcd yet) and only with a State from InitialClusterState that
+// did not fail. The returned Pod shares no memory with member.
 func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 	spec := &member.Spec
 	image := Image(in.ImageRepository, spec.Version)
