@@ -87,6 +87,8 @@ type Action struct {
 	// Gate is the quorum gate's decision for a membership or leadership action; nil when the
 	// action needs none.
 	Gate *quorum.Decision
+	// Refused is, for a Blocked action, the kind of the action the gate refused.
+	Refused Kind
 	// Reason and Message are the Progressing condition the action implies.
 	Reason, Message string
 	// RequeueAfter asks for a pass after this long even if no watch fires; 0 leaves it to
@@ -114,6 +116,7 @@ func gate(a Action, d quorum.Decision) Action {
 	}
 	return Action{
 		Kind:         KindBlocked,
+		Refused:      a.Kind,
 		Member:       a.Member,
 		MemberID:     a.MemberID,
 		Gate:         &d,

@@ -65,7 +65,9 @@ func TestConditions(t *testing.T) {
 			want{metav1.ConditionFalse, ReasonAllMembersLost}, want{metav1.ConditionFalse, ReasonAllMembersLost}, want{metav1.ConditionTrue, ReasonAllMembersLost}},
 		{"pods ready, etcd silent", func() Scope { s := steady3(); s.Etcd = Etcd{}; return s }, Lock{},
 			want{metav1.ConditionUnknown, ReasonClusterUnreachable}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
-		{"deadline exceeded, bootstrap", func() Scope { return Scope{Target: 3, Members: []Member{with(seed, func(m *Member) { m.PodRunning = false })}} },
+		{"deadline exceeded, bootstrap", func() Scope {
+			return Scope{Target: 3, Members: []Member{with(seed, func(m *Member) { m.PodRunning = false })}}
+		},
 			Lock{Expired: true}, want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionFalse, ReasonBootstrapStalled}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
 		{"deadline exceeded, formed", func() Scope { s := steady3(); s.Target = 5; return s },
 			Lock{Expired: true}, want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionFalse, ReasonDeadlineExceeded}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},

@@ -13,7 +13,10 @@ func TestNext(t *testing.T) {
 	seed := with(mem("s", 1), func(m *Member) { m.Bootstrap = true })
 	pendingSeed := with(seed, func(m *Member) { m.Pending = true; m.PodRunning, m.PodReady, m.Ready = false, false, false })
 	pending := func(name string, age int) Member {
-		return with(mem(name, age), func(m *Member) { m.Pending = true; m.PodRunning, m.PodReady, m.Ready, m.VoterHint = false, false, false, false })
+		return with(mem(name, age), func(m *Member) {
+			m.Pending = true
+			m.PodRunning, m.PodReady, m.Ready, m.VoterHint = false, false, false, false
+		})
 	}
 
 	cases := []struct {

@@ -1,0 +1,299 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+)
+
+// pass is one reconcile of one cluster: the objects read, the etcd view, and the status being
+// built. It is created per Reconcile call and never shared.
+type pass struct {
+	r        *Reconciler
+	cluster  *etcdv1alpha2.EtcdCluster
+	original *etcdv1alpha2.EtcdCluster
+	now      time.Time
+
+	// Filled by buildScope.
+	scoped  bool
+	members []etcdv1alpha2.EtcdMember
+	pods    map[string]*corev1.Pod
+	pvcs    []corev1.PersistentVolumeClaim
+	etcd    etcdclient.Client
+	view    membership.Etcd
+	// Filled by latch and planAndAct.
+	lock   membership.Lock
+	action membership.Action
+}
+
+// key is the cluster's pool and metrics key.
+func (p *pass) key() string {
+	return types.NamespacedName{Namespace: p.cluster.Namespace, Name: p.cluster.Name}.String()
+}
+
+// clusterTLS reports whether the cluster's client and peer APIs use TLS.
+func (p *pass) clientTLS() bool {
+	return p.cluster.Spec.TLS != nil && p.cluster.Spec.TLS.Client != nil
+}
+
+// buildScope reads everything the pass decides over, once (behaviour.md §2 step 3).
+func (p *pass) buildScope(ctx context.Context) (ctrl.Result, error) {
+	c := p.cluster
+	sel := client.MatchingLabels{etcdv1alpha2.LabelCluster: c.Name}
+	var members etcdv1alpha2.EtcdMemberList
+	if err := p.r.client.List(ctx, &members, client.InNamespace(c.Namespace), sel); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing EtcdMembers: %w", err)
+	}
+	p.members = ownedMembers(c, members.Items)
+	var pods corev1.PodList
+	if err := p.r.client.List(ctx, &pods, client.InNamespace(c.Namespace), sel); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing Pods: %w", err)
+	}
+	p.pods = map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		p.pods[pods.Items[i].Name] = &pods.Items[i]
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := p.r.client.List(ctx, &pvcs, client.InNamespace(c.Namespace), sel); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing PersistentVolumeClaims: %w", err)
+	}
+	p.pvcs = pvcs.Items
+	p.scoped = true
+	p.observeEtcd(ctx)
+	return ctrl.Result{}, nil
+}
+
+// ownedMembers keeps the members this cluster controls (by UID), sorted by name. A member that
+// carries the cluster label but another controller is never adopted.
+func ownedMembers(c *etcdv1alpha2.EtcdCluster, items []etcdv1alpha2.EtcdMember) []etcdv1alpha2.EtcdMember {
+	var out []etcdv1alpha2.EtcdMember
+	for _, m := range items {
+		if ref := metav1.GetControllerOf(&m); ref != nil && ref.UID == c.UID {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b etcdv1alpha2.EtcdMember) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// endpoints are the client URLs of members whose Pod runs with an IP, sorted: Pod IPs, never
+// DNS (the operator may run outside the cluster's DNS, and tests run it on the host).
+func (p *pass) endpoints() []string {
+	var out []string
+	for i := range p.members {
+		m := &p.members[i]
+		if m.Spec.Dormant {
+			continue
+		}
+		if pod := p.pods[m.Name]; podRunning(pod) && pod.Status.PodIP != "" {
+			out = append(out, membership.ClientURL(pod.Status.PodIP, p.clientTLS()))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// observeEtcd fills the etcd view. Failures leave it unknown: a silent etcd is an observation,
+// not an error of the pass.
+func (p *pass) observeEtcd(ctx context.Context) {
+	log := logf.FromContext(ctx)
+	eps := p.endpoints()
+	if len(eps) == 0 {
+		return
+	}
+	if p.clientTLS() {
+		// TLS material (behaviour.md §15) is wired in a later milestone; never dial a TLS
+		// cluster in plaintext.
+		log.V(1).Info("Not dialling a TLS cluster: TLS clients are not supported yet")
+		return
+	}
+	cli, err := p.r.pool.Get(ctx, p.key(), etcdclient.Config{Endpoints: eps})
+	if err != nil {
+		log.V(1).Info("Cannot reach etcd", "reason", err.Error())
+		return
+	}
+	p.etcd = cli
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		log.V(1).Info("MemberList failed", "reason", err.Error())
+		return
+	}
+	p.view = membership.Etcd{Known: true, Members: list, Statuses: p.statuses(ctx, cli, eps)}
+	for _, st := range p.view.Statuses {
+		if st.Leader != 0 {
+			p.view.Leader = st.Leader
+			break
+		}
+	}
+	if alarms, err := cli.AlarmList(ctx); err == nil {
+		p.view.Alarms = alarms
+	}
+	p.view.FirstSeen = p.r.observeFirstSeen(types.NamespacedName{Namespace: p.cluster.Namespace, Name: p.cluster.Name}, list, p.now)
+}
+
+// statuses asks every endpoint for its Status in parallel (each call has its own timeout in the
+// adapter) and indexes the answers by member ID.
+func (p *pass) statuses(ctx context.Context, cli etcdclient.Client, eps []string) map[uint64]etcdclient.Status {
+	out := map[uint64]etcdclient.Status{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, ep := range eps {
+		wg.Go(func() {
+			st, err := cli.Status(ctx, ep)
+			if err != nil || st.ID == 0 {
+				return
+			}
+			mu.Lock()
+			out[st.ID] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// observeFirstSeen records when each member ID was first seen and drops IDs that left.
+func (r *Reconciler) observeFirstSeen(key types.NamespacedName, list []etcdclient.Member, now time.Time) map[uint64]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.firstSeen[key]
+	next := make(map[uint64]time.Time, len(list))
+	for _, m := range list {
+		if t, ok := prev[m.ID]; ok {
+			next[m.ID] = t
+		} else {
+			next[m.ID] = now
+		}
+	}
+	r.firstSeen[key] = next
+	out := make(map[uint64]time.Time, len(next))
+	for k, v := range next {
+		out[k] = v
+	}
+	return out
+}
+
+// peerURL is the peer URL member m advertises.
+func (p *pass) peerURL(m *etcdv1alpha2.EtcdMember) string {
+	tls := m.Spec.TLS != nil && (m.Spec.TLS.PeerSecretRef != nil || m.Spec.TLS.PeerAutoTLS)
+	return membership.PeerURL(desired.MemberHost(m.Name, desired.MemberServiceName(m), m.Namespace), tls)
+}
+
+// scope projects the pass's objects for the planner.
+func (p *pass) scope() membership.Scope {
+	s := membership.Scope{
+		ClusterID:         p.cluster.Status.ClusterID,
+		Etcd:              p.view,
+		Now:               p.now,
+		OrphanMemberGrace: p.r.orphanGrace,
+		Bootstrapping:     bootstrapping(p.cluster),
+	}
+	if o := p.cluster.Status.Observed; o != nil {
+		s.Target = o.Replicas
+	}
+	for i := range p.members {
+		s.Members = append(s.Members, p.memberView(&p.members[i]))
+	}
+	for _, pvc := range p.pvcs {
+		s.PVCs = append(s.PVCs, membership.PVC{
+			Name: pvc.Name, Member: pvc.Labels[etcdv1alpha2.LabelComponent],
+			MemberUID: pvc.Annotations[etcdv1alpha2.AnnotationMemberUID], Deleting: !pvc.DeletionTimestamp.IsZero(),
+		})
+	}
+	return s
+}
+
+func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
+	pod := p.pods[m.Name]
+	return membership.Member{
+		Name:            m.Name,
+		UID:             string(m.UID),
+		Created:         m.CreationTimestamp.Time,
+		PeerURL:         p.peerURL(m),
+		Bootstrap:       m.Spec.Bootstrap,
+		Pending:         m.Spec.InitialCluster == "",
+		Dormant:         m.Spec.Dormant,
+		Deleting:        !m.DeletionTimestamp.IsZero(),
+		RemovalReason:   m.Annotations[etcdv1alpha2.AnnotationRemovalReason],
+		RemoveFirst:     m.Annotations[etcdv1alpha2.AnnotationRemoveFirst] != "",
+		AllowDeletion:   m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] == "true",
+		Ready:           meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionReady),
+		Unhealthy:       meta.IsStatusConditionFalse(m.Status.Conditions, etcdv1alpha2.ConditionHealthy),
+		Updated:         meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionUpdated),
+		TemplateCurrent: membership.TemplateCurrent(&m.Spec, p.cluster.Status.Observed),
+		PodRunning:      podRunning(pod) && pod.UID != "" && (m.Status.PodUID == "" || string(pod.UID) == m.Status.PodUID),
+		PodReady:        podReady(pod),
+		VoterHint:       m.Status.IsVoter,
+	}
+}
+
+// bootstrapping reports whether the cluster is still forming: it has never been Available. Only
+// the wording of Progressing depends on it.
+func bootstrapping(c *etcdv1alpha2.EtcdCluster) bool {
+	if c.Status.ClusterID == "" {
+		return true
+	}
+	av := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionAvailable)
+	pr := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
+	if av != nil && av.Status == metav1.ConditionTrue {
+		return false
+	}
+	return pr == nil || pr.Reason == membership.ReasonBootstrapping || pr.Reason == membership.ReasonWaitingForSeed ||
+		pr.Reason == membership.ReasonInitialSnapshot || pr.Reason == membership.ReasonPromotingLearner
+}
+
+func podRunning(pod *corev1.Pod) bool {
+	return pod != nil && pod.DeletionTimestamp.IsZero() && pod.Status.Phase == corev1.PodRunning
+}
+
+func podReady(pod *corev1.Pod) bool {
+	if !podRunning(pod) {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// defaultJitter spreads idle resyncs by ±10 % so that a fleet's clusters do not resync together.
+func defaultJitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d)) //nolint:gosec // G404: jitter, not security
+}
+
+// member returns the pass's EtcdMember named name.
+func (p *pass) member(name string) (*etcdv1alpha2.EtcdMember, error) {
+	for i := range p.members {
+		if p.members[i].Name == name {
+			return &p.members[i], nil
+		}
+	}
+	return nil, errors.New("EtcdMember " + name + " is not in this pass's scope")
+}

@@ -1,0 +1,89 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+)
+
+// ensureServices creates the headless and client Services, and keeps the fields the operator
+// owns (labels, annotations, type, selector, ports) as desired renders them, in place. Fields the
+// API server or other controllers fill (clusterIP, nodePorts) are left alone. Unchanged
+// Services are not written.
+func (p *pass) ensureServices(ctx context.Context) (ctrl.Result, error) {
+	headless, clientSvc := desired.Services(p.cluster)
+	for _, want := range []*corev1.Service{headless, clientSvc} {
+		if err := p.ensureService(ctx, want); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func (p *pass) ensureService(ctx context.Context, want *corev1.Service) error {
+	have := &corev1.Service{}
+	err := p.r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	if apierrors.IsNotFound(err) {
+		if err := p.r.client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Service %s: %w", want.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Service %s: %w", want.Name, err)
+	}
+	next := have.DeepCopy()
+	mergeOwnedMetadata(&next.ObjectMeta.Labels, want.Labels, have.Labels)
+	mergeOwnedMetadata(&next.ObjectMeta.Annotations, want.Annotations, have.Annotations)
+	next.Spec.Selector = want.Spec.Selector
+	next.Spec.Type = want.Spec.Type
+	next.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
+	next.Spec.Ports = mergePorts(want.Spec.Ports, have.Spec.Ports)
+	next.OwnerReferences = want.OwnerReferences
+	if equality.Semantic.DeepEqual(next, have) {
+		return nil
+	}
+	if err := p.r.client.Patch(ctx, next, client.MergeFrom(have)); err != nil {
+		return fmt.Errorf("updating Service %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// mergePorts keeps the node ports the API server allocated for ports that stay.
+func mergePorts(want, have []corev1.ServicePort) []corev1.ServicePort {
+	out := make([]corev1.ServicePort, 0, len(want))
+	for _, w := range want {
+		for _, h := range have {
+			if h.Name == w.Name && h.Port == w.Port {
+				w.NodePort = h.NodePort
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// mergeOwnedMetadata sets *dst to want's keys plus the keys of have that neither the operator
+// nor the user's additionalMetadata owns. It cannot tell a key the user removed from
+// additionalMetadata from a foreign one; those are removed only by server-side apply (later).
+func mergeOwnedMetadata(dst *map[string]string, want, have map[string]string) {
+	out := map[string]string{}
+	for k, v := range have {
+		out[k] = v
+	}
+	for k, v := range want {
+		out[k] = v
+	}
+	if len(out) == 0 {
+		*dst = nil
+		return
+	}
+	*dst = out
+}

@@ -1,0 +1,214 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/failpoint"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/internal/metrics"
+)
+
+// Event reasons of the cluster's state transitions (behaviour.md §23).
+const (
+	eventSpecChangePending = "SpecChangePending"
+	eventDeadlineExceeded  = "DeadlineExceeded"
+)
+
+// latch applies the locking pattern (behaviour.md §5) to status: observed, observedGeneration
+// and progressDeadline. Convergence is judged against the target latched so far.
+func (p *pass) latch(context.Context) (ctrl.Result, error) {
+	c := p.cluster
+	if c.Status.ClusterToken == "" {
+		c.Status.ClusterToken = membership.Token(c.Namespace, c.Name, string(c.UID))
+	}
+	c.Status.Selector = etcdv1alpha2.LabelCluster + "=" + c.Name
+	s := p.scope()
+	p.lock = membership.Decide(membership.LockInput{
+		Spec: &c.Spec, Generation: c.Generation,
+		Observed: c.Status.Observed, ObservedGeneration: c.Status.ObservedGeneration, Deadline: c.Status.ProgressDeadline,
+		Converged: c.Status.Observed != nil && membership.Converged(&s),
+		Now:       p.now,
+	})
+	c.Status.Observed = p.lock.Observed
+	c.Status.ObservedGeneration = p.lock.ObservedGeneration
+	c.Status.ProgressDeadline = p.lock.Deadline
+	if p.lock.Pending {
+		p.r.mu.Lock()
+		key := p.nsName()
+		first := p.r.pendingWarned[key] != c.Generation
+		p.r.pendingWarned[key] = c.Generation
+		p.r.mu.Unlock()
+		if first {
+			p.event(corev1.EventTypeWarning, eventSpecChangePending, p.lock.PendingMessage)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// syncMemberStatus writes memberID, isVoter and version to each member from etcd's member list
+// and Status answers, the member fields this controller owns (behaviour.md §1). It patches only
+// those fields, computed from the member as read, and only when they changed.
+func (p *pass) syncMemberStatus(ctx context.Context) (ctrl.Result, error) {
+	if !p.view.Known {
+		return ctrl.Result{}, nil
+	}
+	s := p.scope()
+	for i := range p.members {
+		m := &p.members[i]
+		e, ok := s.EtcdMemberOf(s.Members[i])
+		if !ok || m.Spec.Dormant {
+			continue
+		}
+		st := m.Status
+		st.MemberID = e.IDHex()
+		st.IsVoter = !e.IsLearner
+		if answer, ok := p.view.Statuses[e.ID]; ok && answer.Version != "" {
+			st.Version = answer.Version
+		}
+		if err := p.patchMemberStatus(ctx, m, st.MemberID, st.IsVoter, st.Version); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// patchMemberStatus merge-patches the three status fields this controller owns, leaving the
+// member controller's fields (podName, podUID, pvcName, replicas, selector, conditions) alone.
+func (p *pass) patchMemberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, id string, voter bool, version string) error {
+	if m.Status.MemberID == id && m.Status.IsVoter == voter && m.Status.Version == version {
+		return nil
+	}
+	before := m.DeepCopy()
+	m.Status.MemberID, m.Status.IsVoter, m.Status.Version = id, voter, version
+	if err := p.r.client.Status().Patch(ctx, m, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patching the status of EtcdMember %s: %w", m.Name, err)
+	}
+	failpoint.Inject(failpoint.MemberStatusPatched)
+	return nil
+}
+
+// finish runs on every path of a pass (behaviour.md §2 step 8): status, conditions and the PDB
+// are computed from the scope and written if they changed.
+func (p *pass) finish(ctx context.Context) error {
+	if !p.scoped {
+		return nil // nothing was observed: nothing honest to write
+	}
+	c := p.cluster
+	s := p.scope()
+	counts := membership.Count(&s)
+	c.Status.ReadyMembers = int32(counts.ReadyVoters) //nolint:gosec // G115: bounded by the member count
+	c.Status.UpdatedMembers = int32(counts.Updated)   //nolint:gosec // G115: as above
+	c.Status.BrokenMembers = int32(counts.Broken)     //nolint:gosec // G115: as above
+	if v := p.runningVersion(&s); v != "" {
+		c.Status.RunningVersion = v
+	}
+	if p.action.Kind == "" {
+		p.action = membership.Next(s) // the pass stopped before planning: report what it would do
+	}
+	for _, cond := range membership.Conditions(membership.ConditionInput{Scope: &s, Action: p.action, Lock: p.lock, Generation: c.Generation}) {
+		meta.SetStatusCondition(&c.Status.Conditions, cond)
+	}
+	p.recordConditionMetrics()
+	p.transitionEvents()
+
+	var errs []error
+	if err := p.applyPDB(ctx, int32(counts.Voters), s.Target); err != nil { //nolint:gosec // G115: as above
+		errs = append(errs, err)
+	}
+	if !equality.Semantic.DeepEqual(p.original.Status, c.Status) {
+		if err := p.r.client.Status().Patch(ctx, c, client.MergeFrom(p.original)); err != nil {
+			errs = append(errs, fmt.Errorf("patching EtcdCluster status: %w", err))
+		} else if p.original.Status.ClusterID == "" && c.Status.ClusterID != "" {
+			p.event(corev1.EventTypeNormal, eventClusterBootstrapped, "cluster "+c.Status.ClusterID+" formed")
+			failpoint.Inject(failpoint.ClusterIDLatched)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runningVersion is the lowest version running members report; for a paused cluster, the
+// dormant member's last one.
+func (p *pass) runningVersion(s *membership.Scope) string {
+	var versions []string
+	for _, st := range s.Etcd.Statuses {
+		if st.Version != "" {
+			versions = append(versions, st.Version)
+		}
+	}
+	if len(versions) == 0 && s.Target == 0 {
+		for i := range p.members {
+			if p.members[i].Spec.Dormant && p.members[i].Status.Version != "" {
+				versions = append(versions, p.members[i].Status.Version)
+			}
+		}
+	}
+	if len(versions) == 0 {
+		return ""
+	}
+	slices.SortFunc(versions, compareVersions)
+	return versions[0]
+}
+
+// compareVersions orders dotted numeric versions ("3.5.21" < "3.6.0").
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range max(len(as), len(bs)) {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x - y
+		}
+	}
+	return 0
+}
+
+func (p *pass) recordConditionMetrics() {
+	states := map[string]metrics.ConditionState{}
+	for _, t := range []string{etcdv1alpha2.ConditionAvailable, etcdv1alpha2.ConditionDegraded} {
+		if cond := meta.FindStatusCondition(p.cluster.Status.Conditions, t); cond != nil {
+			states[t] = metrics.ConditionState{Status: string(cond.Status), Reason: cond.Reason}
+		}
+	}
+	metrics.SetClusterConditions(p.key(), states)
+}
+
+// transitionEvents emits one Warning per state transition into QuorumLost, AllMembersLost or
+// an expired deadline (behaviour.md §23); staying in a state emits nothing.
+func (p *pass) transitionEvents() {
+	was := func(t, reason string) bool {
+		c := meta.FindStatusCondition(p.original.Status.Conditions, t)
+		return c != nil && c.Reason == reason
+	}
+	for _, w := range []struct{ t, reason string }{
+		{etcdv1alpha2.ConditionAvailable, membership.ReasonQuorumLost},
+		{etcdv1alpha2.ConditionAvailable, membership.ReasonAllMembersLost},
+		{etcdv1alpha2.ConditionProgressing, membership.ReasonDeadlineExceeded},
+		{etcdv1alpha2.ConditionProgressing, membership.ReasonBootstrapStalled},
+	} {
+		cond := meta.FindStatusCondition(p.cluster.Status.Conditions, w.t)
+		if cond != nil && cond.Reason == w.reason && !was(w.t, w.reason) {
+			reason := w.reason
+			if reason == membership.ReasonBootstrapStalled {
+				reason = eventDeadlineExceeded
+			}
+			p.event(corev1.EventTypeWarning, reason, cond.Message)
+		}
+	}
+}
