@@ -3,7 +3,6 @@ package desired
 import (
 	"regexp"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -237,10 +236,4 @@ func (f *flagList) add(name, value string) {
 		return
 	}
 	f.flags = append(f.flags, "--"+name+"="+value)
-}
-
-// flagName returns the name of a rendered flag ("--name=value" → "name").
-func flagName(flag string) string {
-	name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
-	return name
 }

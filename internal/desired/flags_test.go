@@ -352,9 +352,6 @@ func checkFlags(t *testing.T, flags []string) {
 		if !ok || name == "" || value == "" {
 			t.Fatalf("flag %q has an empty name or value", f)
 		}
-		if name != flagName(f) {
-			t.Fatalf("flagName(%q) = %q, want %q", f, flagName(f), name)
-		}
 		if seen[name] {
 			t.Fatalf("flag --%s rendered twice in %q", name, flags)
 		}
