@@ -39,18 +39,17 @@ func Services(cluster *etcdv1alpha2.EtcdCluster) (headless, client *corev1.Servi
 	}
 
 	clientType := corev1.ServiceTypeClusterIP
-	var clientAnnotations map[string]string
+	var extra map[string]string
 	if cs := cluster.Spec.ClientService; cs != nil {
 		if cs.Type != "" {
 			clientType = corev1.ServiceType(cs.Type)
 		}
-		clientAnnotations = mergeMetadata(annotations, cs.Annotations)
-		// The reserved prefix is rejected by the API; drop it here too so that an object
-		// written before that rule existed cannot set the operator's keys.
-		clientAnnotations = mergeMetadata(clientAnnotations, nil)
-	} else {
-		clientAnnotations = copyMap(annotations)
+		extra = cs.Annotations
 	}
+	// clientService annotations overlay additionalMetadata's; the outer merge drops reserved
+	// keys from both (the API rejects them in clientService, but an object stored before that
+	// rule existed must not set the operator's keys either).
+	clientAnnotations := mergeMetadata(mergeMetadata(annotations, extra), nil)
 	client = &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: serviceMeta(cluster, ClientServiceName(cluster.Name), copyMap(labels), clientAnnotations),
