@@ -1,0 +1,324 @@
+package etcdmember
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+)
+
+// ControllerName names the controller in logs, metrics and as the Events' reporting controller.
+const ControllerName = "etcdmember"
+
+// Requeue intervals (behaviour.md §24). Watches drive every other pass: Pods, PVCs, the
+// EtcdMember and its parent EtcdCluster all trigger a reconcile when they change.
+const (
+	// memberRemovalPoll re-reads etcd's membership while a deletion waits for the EtcdCluster
+	// controller's MemberRemove (the "membership step poll"): nothing in Kubernetes changes when
+	// a member leaves etcd, so a watch cannot tell us.
+	memberRemovalPoll = 2 * time.Second
+	// etcdUnreachableRetry paces MemberList retries when no member endpoint answers.
+	etcdUnreachableRetry = 10 * time.Second
+	// secretWait paces retries while a TLS Secret the Pod mounts is missing (a fixed interval
+	// rather than exponential back-off, so that a Secret created late is picked up promptly).
+	secretWait = 10 * time.Second
+	// conflictRetry requeues quietly after an API conflict or an AlreadyExists from a stale
+	// cache.
+	conflictRetry = time.Second
+)
+
+// EtcdClients hands out etcd clients. *etcdclient.Pool implements it; tests inject fakes. The
+// controller only ever calls MemberList on what it gets.
+type EtcdClients interface {
+	// Get returns the client for key, dialled with cfg.
+	Get(ctx context.Context, key string, cfg etcdclient.Config) (etcdclient.Client, error)
+	// Forget closes and drops key's client.
+	Forget(key string) error
+}
+
+// Reconciler reconciles EtcdMembers. Build it with New (or SetupWithManager).
+type Reconciler struct {
+	client          client.Client
+	apiReader       client.Reader
+	recorder        events.EventRecorder
+	etcd            EtcdClients
+	clock           clock.PassiveClock
+	imageRepository string
+	clusterDomain   string
+}
+
+// Option configures a Reconciler.
+type Option func(*Reconciler)
+
+// WithEtcdClients sets where etcd clients come from; normally the operator's shared
+// *etcdclient.Pool. Without it the controller keeps a private pool.
+func WithEtcdClients(c EtcdClients) Option { return func(r *Reconciler) { r.etcd = c } }
+
+// WithClock sets the clock condition transition times are read from.
+func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
+
+// WithImageRepository sets the etcd image repository (--etcd-image-repository); empty means
+// desired.DefaultImageRepository.
+func WithImageRepository(repo string) Option { return func(r *Reconciler) { r.imageRepository = repo } }
+
+// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain). Member DNS names never
+// carry it (api.md §7); it is kept for the fully qualified names TLS checks will need.
+func WithClusterDomain(domain string) Option { return func(r *Reconciler) { r.clusterDomain = domain } }
+
+// WithRecorder sets the Event recorder.
+func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
+
+// WithClient replaces the manager's client (cached reads, direct writes), e.g. with one wrapped
+// by controller-runtime's interceptor package to count writes in tests.
+func WithClient(c client.Client) Option { return func(r *Reconciler) { r.client = c } }
+
+// WithAPIReader replaces the uncached reader Secrets are read with.
+func WithAPIReader(rd client.Reader) Option { return func(r *Reconciler) { r.apiReader = rd } }
+
+// New builds a Reconciler that reads through c (normally the manager's cached client) and
+// reads Secrets through apiReader, uncached and by name (behaviour.md §1).
+func New(c client.Client, apiReader client.Reader, opts ...Option) *Reconciler {
+	r := &Reconciler{client: c, apiReader: apiReader, clock: clock.RealClock{}}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.etcd == nil {
+		r.etcd = etcdclient.NewPool()
+	}
+	if r.recorder == nil {
+		r.recorder = discardRecorder{}
+	}
+	return r
+}
+
+// SetupWithManager builds a Reconciler from mgr (its client, its uncached API reader and an
+// Event recorder named after the controller, unless options say otherwise) and registers it.
+func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
+	base := []Option{WithRecorder(mgr.GetEventRecorder(ControllerName))}
+	return New(mgr.GetClient(), mgr.GetAPIReader(), append(base, opts...)...).SetupWithManager(mgr)
+}
+
+// SetupWithManager registers the controller's watches: the EtcdMember itself, the Pods it
+// controls, PVCs mapped to their member by the component label, and the parent EtcdCluster
+// mapped to its members (for the deletion release and the cluster ID the Pod's
+// --initial-cluster-state depends on).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&etcdv1alpha2.EtcdMember{}).
+		Owns(&corev1.Pod{}).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(pvcToMember)).
+		Watches(&etcdv1alpha2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMembers),
+			builder.WithPredicates(clusterChangesThatMatter())).
+		Complete(r)
+}
+
+// pvcToMember maps a member PVC to its EtcdMember, by the component label the PVC is created
+// with. PVCs of other applications carry no such label, or not the managed-by value.
+func pvcToMember(_ context.Context, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	member := l[etcdv1alpha2.LabelComponent]
+	if member == "" || l[etcdv1alpha2.LabelManagedBy] != etcdv1alpha2.ManagedByOperator || l[etcdv1alpha2.LabelCluster] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: member}}}
+}
+
+// clusterToMembers maps an EtcdCluster to the EtcdMembers that name it.
+func (r *Reconciler) clusterToMembers(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list etcdv1alpha2.EtcdMemberList
+	if err := r.client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing EtcdMembers of a changed EtcdCluster", "etcdCluster", obj.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.ClusterName == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// clusterChangesThatMatter passes the EtcdCluster events a member acts on: creation, deletion,
+// the start of a deletion and the cluster ID latching. The cluster's frequent status writes
+// would otherwise wake every member for nothing.
+func clusterChangesThatMatter() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*etcdv1alpha2.EtcdCluster)
+			n, ok2 := e.ObjectNew.(*etcdv1alpha2.EtcdCluster)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+				o.Status.ClusterID != n.Status.ClusterID
+		},
+	}
+}
+
+// RBAC. Pods are created and deleted here and nowhere else; PVCs are created here and patched
+// (metadata) here, deleted only by the EtcdCluster controller. Secrets are read by name,
+// uncached, for CA digests and the etcd client's TLS material and credentials.
+//
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/finalizers,verbs=update
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one EtcdMember's Pod and PVC in line with its spec and reports what it sees.
+// Every pass runs the same steps:
+//
+//  1. Fetch the EtcdMember; NotFound means done. A member carrying adoption-in-progress is left
+//     completely alone (etcd-migrate owns it).
+//  2. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
+//     replicas, selector, conditions Ready, Updated, Healthy) is computed from this pass's
+//     observations and patched once, only if it changed.
+//  3. Build the scope once: the parent EtcdCluster (present, deleting, gone or unreadable, checked
+//     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
+//  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
+//     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)
+//     and release it, or hold it and say why. Nothing else runs.
+//  5. Add the member-cleanup finalizer if it is missing.
+//  6. Ensure the PVC (PVC members): create data-<member> when absent; refuse a foreign one;
+//     patch additionalMetadata in place.
+//  7. Ensure the Pod: delete it gracefully when dormant, delete a Failed Pod of a PVC member
+//     (it is recreated from its PVC next pass), otherwise create it when initialCluster is set
+//     (never for a Memory member that lost its Pod, and never while the parent is unreadable);
+//     refuse a foreign Pod; keep role=voter and additionalMetadata in place.
+//  8. Requeue only for external state (etcd membership during a deletion, a missing Secret);
+//     watches drive everything else.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	member := &etcdv1alpha2.EtcdMember{}
+	if err := r.client.Get(ctx, req.NamespacedName, member); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if _, ok := member.Annotations[etcdv1alpha2.AnnotationAdoptionInProgress]; ok {
+		return ctrl.Result{}, nil
+	}
+	log := logf.FromContext(ctx).WithValues("etcdMember", member.Name, "etcdCluster", member.Spec.ClusterName)
+	ctx = logf.IntoContext(ctx, log)
+
+	sc, err := r.buildScope(ctx, member)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := r.patchStatus(ctx, sc); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+		res, retErr = quietConflicts(res, retErr)
+	}()
+
+	if !member.DeletionTimestamp.IsZero() {
+		return r.runSteps(ctx, sc, []step{r.reconcileDelete})
+	}
+	if !controllerutil.ContainsFinalizer(member, etcdv1alpha2.FinalizerMemberCleanup) {
+		if err := r.addFinalizer(ctx, sc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.runSteps(ctx, sc, []step{r.ensurePVC, r.ensurePod})
+}
+
+// step is one unit of a pass. Steps run in order; the first that asks to stop or requeue ends
+// the pass, and its requeue interval is the pass's.
+type step func(ctx context.Context, sc *scope) (stepResult, error)
+
+// stepResult says how a pass goes on after a step.
+type stepResult struct {
+	// stop ends the pass without a requeue: the next watch event continues.
+	stop bool
+	// requeueAfter ends the pass and asks for another one after this long.
+	requeueAfter time.Duration
+	// reason says why the pass ended early, for the log.
+	reason string
+}
+
+// proceed lets the next step run.
+var proceed = stepResult{}
+
+func (r *Reconciler) runSteps(ctx context.Context, sc *scope, steps []step) (ctrl.Result, error) {
+	for _, s := range steps {
+		res, err := s(ctx, sc)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if res.stop || res.requeueAfter > 0 {
+			if res.reason != "" {
+				logf.FromContext(ctx).V(1).Info("Pass ended early", "reason", res.reason, "requeueAfter", res.requeueAfter)
+			}
+			return ctrl.Result{RequeueAfter: res.requeueAfter}, nil
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// quietConflicts turns API conflicts and AlreadyExists (a stale cache racing a write) into a
+// short requeue without an error: they say "look again", not "something failed".
+func quietConflicts(res ctrl.Result, err error) (ctrl.Result, error) {
+	if err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+// addFinalizer adds the member-cleanup finalizer with an optimistic lock, so that a concurrent
+// change of the finalizer list is never overwritten.
+func (r *Reconciler) addFinalizer(ctx context.Context, sc *scope) error {
+	base := sc.member.DeepCopy()
+	controllerutil.AddFinalizer(sc.member, etcdv1alpha2.FinalizerMemberCleanup)
+	if err := r.client.Patch(ctx, sc.member, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adding finalizer %s: %w", etcdv1alpha2.FinalizerMemberCleanup, err)
+	}
+	return nil
+}
+
+// image is the image this operator runs members of the given version with.
+func (r *Reconciler) image(version string) string {
+	return desired.Image(r.imageRepository, version)
+}
+
+// event records an action on the member and, when the parent is known, on the cluster too
+// (behaviour.md §23: member-scoped Events appear on both).
+func (r *Reconciler) event(sc *scope, eventType, reason, action, note string, args ...any) {
+	var related *etcdv1alpha2.EtcdCluster
+	if sc.parent != nil {
+		related = sc.parent
+	}
+	if related != nil {
+		r.recorder.Eventf(sc.member, related, eventType, reason, action, note, args...)
+		r.recorder.Eventf(related, sc.member, eventType, reason, action, note, args...)
+		return
+	}
+	r.recorder.Eventf(sc.member, nil, eventType, reason, action, note, args...)
+}
+
+// discardRecorder drops Events; it stands in when no recorder is configured.
+type discardRecorder struct{}
+
+func (discardRecorder) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}

@@ -1,0 +1,208 @@
+package etcdmember
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+)
+
+// Condition reasons on EtcdMember (api.md §3.2). PodAbsent and TemplateUnknown are this
+// controller's additions for an Updated condition that has no Pod, or no hash, to compare.
+const (
+	ReasonPodReady            = "PodReady"
+	ReasonPodNotReady         = "PodNotReady"
+	ReasonDiscoveringMemberID = "DiscoveringMemberID"
+	ReasonPaused              = "Paused"
+	ReasonLearner             = "Learner"
+	ReasonRemoving            = "Removing"
+
+	ReasonTemplateCurrent    = "TemplateCurrent"
+	ReasonRestartPending     = "RestartPending"
+	ReasonReplacementPending = "ReplacementPending"
+	ReasonPodAbsent          = "PodAbsent"
+	ReasonTemplateUnknown    = "TemplateUnknown"
+
+	ReasonDataLost = "DataLost"
+)
+
+// statusInput is everything the member's status is computed from: the member as fetched, the
+// Pod it controls (nil when none), and what the steps of the pass found.
+type statusInput struct {
+	member *etcdv1alpha2.EtcdMember
+	// pod is the member's own Pod; a foreign Pod is never passed here.
+	pod *corev1.Pod
+	// pvcOwned says the member's PVC exists and is its own.
+	pvcOwned bool
+	notes    notes
+}
+
+// condition is a condition without its bookkeeping (generation, transition time), so that the
+// pure functions below can be compared in tables.
+type condition struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+}
+
+// computeStatus returns the member's new status: the fields this controller owns recomputed,
+// the EtcdCluster controller's fields (memberID, isVoter, version) and foreign conditions kept
+// as they were. Condition transition times move only when a status flips (now is used then).
+func computeStatus(in statusInput, now metav1.Time) etcdv1alpha2.EtcdMemberStatus {
+	m := in.member
+	st := *m.Status.DeepCopy()
+
+	if in.pod != nil {
+		st.PodName, st.PodUID = in.pod.Name, string(in.pod.UID)
+		st.Replicas = 1
+	} else {
+		// podName and podUID keep naming the last Pod: for a Memory member, a recorded UID
+		// without a Pod is what marks its data as lost.
+		st.Replicas = 0
+	}
+	st.Selector = etcdv1alpha2.LabelCluster + "=" + m.Spec.ClusterName + "," + etcdv1alpha2.LabelComponent + "=" + m.Name
+	st.PVCName = ""
+	if m.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory && in.pvcOwned {
+		st.PVCName = desired.PVCName(m.Name)
+	}
+
+	set := func(t string, c condition) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: c.status, Reason: c.reason, Message: c.message,
+			ObservedGeneration: m.Generation, LastTransitionTime: now,
+		})
+	}
+	set(etcdv1alpha2.ConditionReady, readyCondition(in))
+	set(etcdv1alpha2.ConditionUpdated, updatedCondition(in))
+	if in.notes.memoryPodLost {
+		set(etcdv1alpha2.ConditionHealthy, condition{metav1.ConditionFalse, ReasonDataLost,
+			"the Pod of this Memory member is gone and its data with it; the member must be replaced"})
+	}
+	return st
+}
+
+// readyCondition computes Ready. The first matching row wins, most specific first: a member
+// being removed or paused says so whatever its Pod does; a Pod that cannot exist says why; then
+// the Pod's own readiness; then etcd's view (no member ID yet, learner).
+func readyCondition(in statusInput) condition {
+	m := in.member
+	notReady := func(msg string) condition { return condition{metav1.ConditionFalse, ReasonPodNotReady, msg} }
+	switch {
+	case !m.DeletionTimestamp.IsZero():
+		msg := "the member is being deleted"
+		if in.notes.deletion != nil && in.notes.deletion.message != "" {
+			msg = in.notes.deletion.message
+		}
+		return condition{metav1.ConditionFalse, ReasonRemoving, msg}
+	case m.Spec.Dormant:
+		msg := "the member is dormant: it has no Pod, and its data and member ID are kept on PVC " + desired.PVCName(m.Name)
+		if in.pod != nil {
+			msg = "the member is dormant: its Pod is being deleted, and its data and member ID are kept on PVC " + desired.PVCName(m.Name)
+		}
+		return condition{metav1.ConditionFalse, ReasonPaused, msg}
+	case in.notes.conflict != "":
+		return notReady(in.notes.conflict)
+	case in.notes.memoryPodLost:
+		return notReady("pod lost: this Memory member's data went with its Pod, so the Pod is not recreated; the EtcdCluster controller replaces the member")
+	case in.pod == nil && m.Spec.InitialCluster == "":
+		return notReady("no pod yet: waiting for the EtcdCluster controller to add the member to etcd and set spec.initialCluster")
+	case in.pod == nil && in.notes.podBlocked != "":
+		return notReady("no pod: " + in.notes.podBlocked)
+	case in.pod == nil:
+		return notReady("no pod")
+	case !in.pod.DeletionTimestamp.IsZero():
+		return notReady("pod is terminating")
+	case !podReady(in.pod):
+		phase := in.pod.Status.Phase
+		if phase == "" {
+			phase = corev1.PodPending
+		}
+		return notReady(fmt.Sprintf("pod phase: %s", phase))
+	case m.Status.MemberID == "":
+		return condition{metav1.ConditionFalse, ReasonDiscoveringMemberID, "pod is ready; waiting for etcd's member list to report this member's ID"}
+	case !m.Status.IsVoter:
+		return condition{metav1.ConditionFalse, ReasonLearner, "member " + m.Status.MemberID + " is a learner; learners are never Ready, it becomes Ready once promoted"}
+	}
+	return condition{metav1.ConditionTrue, ReasonPodReady, "pod is ready and member " + m.Status.MemberID + " is a voter"}
+}
+
+// updatedCondition computes Updated: does the Pod run the template the EtcdCluster controller
+// authorised for this member (the template-hash annotation on the EtcdMember)? Without an
+// authorised hash, the hash a Pod built now would carry stands in. Recreating a Pod whose hash
+// differs is the rolling update's business; this only reports it.
+func updatedCondition(in statusInput) condition {
+	if in.pod == nil {
+		return condition{metav1.ConditionFalse, ReasonPodAbsent, "no pod exists; the next one is built from the current template"}
+	}
+	running := in.pod.Annotations[etcdv1alpha2.AnnotationTemplateHash]
+	want := in.member.Annotations[etcdv1alpha2.AnnotationTemplateHash]
+	if want == "" {
+		want = in.notes.desiredHash
+	}
+	if want == "" {
+		return condition{metav1.ConditionUnknown, ReasonTemplateUnknown, "the member's current template hash could not be computed"}
+	}
+	if running == want {
+		return condition{metav1.ConditionTrue, ReasonTemplateCurrent, "pod runs template " + want}
+	}
+	msg := fmt.Sprintf("pod runs template %q, the member's current template is %q", running, want)
+	if in.member.Spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory {
+		return condition{metav1.ConditionFalse, ReasonReplacementPending, msg + "; a Memory member is replaced, not restarted"}
+	}
+	return condition{metav1.ConditionFalse, ReasonRestartPending, msg}
+}
+
+// podReady reports the Pod's Ready condition.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyConditionOf returns the member's Ready condition, or nil.
+func readyConditionOf(m *etcdv1alpha2.EtcdMember) *metav1.Condition {
+	return meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionReady)
+}
+
+// patchStatus computes the member's status from the pass and patches it once, only if it
+// changed. The patch is a JSON merge patch computed against the status as fetched: it carries
+// only the fields this pass changed, so the EtcdCluster controller's fields (memberID, isVoter,
+// version), which this controller never changes, are never sent and never clobbered. The
+// conditions list is sent whole when it changes; this controller is the only writer of member
+// conditions.
+func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) error {
+	if sc.notes.released {
+		return nil
+	}
+	in := statusInput{member: sc.original, pvcOwned: sc.pvcOwned, notes: sc.notes}
+	if sc.podOwned {
+		in.pod = sc.pod
+	}
+	if in.pod != nil && sc.original.Annotations[etcdv1alpha2.AnnotationTemplateHash] == "" && in.notes.desiredHash == "" {
+		if ca, missing, err := r.caDigests(ctx, sc.original); err == nil && missing == "" {
+			in.notes.desiredHash = desired.TemplateHash(&sc.original.Spec, r.image(sc.original.Spec.Version), ca)
+		}
+	}
+	next := computeStatus(in, metav1.NewTime(r.clock.Now()))
+	if equality.Semantic.DeepEqual(next, sc.original.Status) {
+		return nil
+	}
+	base := &etcdv1alpha2.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: sc.original.Namespace, Name: sc.original.Name}}
+	base.Status = sc.original.Status
+	target := base.DeepCopy()
+	target.Status = next
+	if err := r.client.Status().Patch(ctx, target, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("patching EtcdMember status: %w", err)
+	}
+	return nil
+}

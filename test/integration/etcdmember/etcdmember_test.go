@@ -1,0 +1,476 @@
+package etcdmember_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+)
+
+func TestPVCAndPodCreated(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "")
+	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) {
+		m.Spec.Bootstrap = true
+		m.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{
+			Labels: map[string]string{"team": "storage"}, Annotations: map[string]string{"note": "n1"},
+		}
+	})
+
+	pod := waitPod(t, m)
+	pvc, err := getPVC(t.Context(), m)
+	if err != nil {
+		t.Fatalf("the Pod exists but its PVC does not: %v", err)
+	}
+	m, _ = getMember(t.Context(), m)
+
+	// PVC: owned by the cluster (reclaimPolicy Delete), never by the member; member-uid.
+	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.Kind != "EtcdCluster" || ref.UID != c.UID || len(pvc.OwnerReferences) != 1 {
+		t.Errorf("PVC owner references = %+v, want only the EtcdCluster as controller", pvc.OwnerReferences)
+	}
+	if got := pvc.Annotations[etcdv1alpha2.AnnotationMemberUID]; got != string(m.UID) {
+		t.Errorf("PVC member-uid = %q, want %q", got, m.UID)
+	}
+	if pvc.Labels[etcdv1alpha2.LabelComponent] != m.Name || pvc.Labels[etcdv1alpha2.LabelCluster] != c.Name || pvc.Labels["team"] != "storage" {
+		t.Errorf("PVC labels = %v", pvc.Labels)
+	}
+
+	// Pod: controlled by the member, labelled, built from the member with the seed's state.
+	if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "EtcdMember" || ref.UID != m.UID {
+		t.Errorf("Pod controller = %+v, want EtcdMember %s", ref, m.UID)
+	}
+	if pod.Labels[etcdv1alpha2.LabelComponent] != m.Name || pod.Labels["team"] != "storage" || pod.Annotations["note"] != "n1" {
+		t.Errorf("Pod metadata: labels %v annotations %v", pod.Labels, pod.Annotations)
+	}
+	if _, ok := pod.Labels[etcdv1alpha2.LabelRole]; ok {
+		t.Error("a member that is not a voter yet got role=voter")
+	}
+	if pod.Annotations[etcdv1alpha2.AnnotationTemplateHash] == "" {
+		t.Error("Pod has no template-hash annotation")
+	}
+	if got, want := pod.Spec.Containers[0].Image, imageRepository+":v3.6.5"; got != want {
+		t.Errorf("image = %q, want %q", got, want)
+	}
+	for _, arg := range []string{"--name=" + m.Name, "--initial-cluster-state=new", "--initial-cluster=" + m.Spec.InitialCluster} {
+		if !hasArg(pod, arg) {
+			t.Errorf("Pod args %v lack %s", pod.Spec.Containers[0].Args, arg)
+		}
+	}
+	if pod.Spec.Volumes[0].PersistentVolumeClaim == nil || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != pvc.Name {
+		t.Errorf("data volume = %+v, want PVC %s", pod.Spec.Volumes[0], pvc.Name)
+	}
+
+	// Finalizer and status.
+	eventually(t, convergeTimeout, "status names the Pod and PVC", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		s := cur.Status
+		wantSel := etcdv1alpha2.LabelCluster + "=" + c.Name + "," + etcdv1alpha2.LabelComponent + "=" + m.Name
+		if !slices.Contains(cur.Finalizers, etcdv1alpha2.FinalizerMemberCleanup) || s.PodName != m.Name || s.PodUID != string(pod.UID) ||
+			s.PVCName != pvc.Name || s.Replicas != 1 || s.Selector != wantSel {
+			return fmt.Errorf("finalizers %v, status %+v", cur.Finalizers, s)
+		}
+		return nil
+	})
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady)
+
+	// The kubelet starts it; the cluster controller learns its ID; it is a voter.
+	markPodRunning(t, pod, "10.0.0.1", true)
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonDiscoveringMemberID)
+	setMemberStatus(t, m, "a1", false)
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonLearner)
+	setMemberStatus(t, m, "a1", true)
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
+	eventually(t, convergeTimeout, "role=voter follows isVoter", func(ctx context.Context) error {
+		p, err := getPod(ctx, m)
+		if err != nil {
+			return err
+		}
+		if p.Labels[etcdv1alpha2.LabelRole] != etcdv1alpha2.RoleVoter {
+			return fmt.Errorf("labels %v", p.Labels)
+		}
+		return nil
+	})
+	waitCondition(t, m, etcdv1alpha2.ConditionUpdated, metav1.ConditionTrue, etcdmember.ReasonTemplateCurrent)
+
+	// additionalMetadata changes reach the Pod and PVC in place; the Pod is not replaced.
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
+		m.Spec.AdditionalMetadata.Labels["team"] = "platform"
+		m.Spec.AdditionalMetadata.Annotations["extra"] = "e1"
+	})
+	eventually(t, convergeTimeout, "additionalMetadata in place", func(ctx context.Context) error {
+		p, err := getPod(ctx, m)
+		if err != nil {
+			return err
+		}
+		v, err := getPVC(ctx, m)
+		if err != nil {
+			return err
+		}
+		if p.UID != pod.UID {
+			return errors.New("the Pod was replaced")
+		}
+		if p.Labels["team"] != "platform" || p.Annotations["extra"] != "e1" || v.Labels["team"] != "platform" || v.Annotations["extra"] != "e1" {
+			return fmt.Errorf("Pod %v %v, PVC %v %v", p.Labels, p.Annotations, v.Labels, v.Annotations)
+		}
+		return nil
+	})
+
+	// Demoted (as after a failed promotion bookkeeping or a re-add): the label goes away.
+	setMemberStatus(t, m, "a1", false)
+	eventually(t, convergeTimeout, "role=voter removed from a learner", func(ctx context.Context) error {
+		p, err := getPod(ctx, m)
+		if err != nil {
+			return err
+		}
+		if _, ok := p.Labels[etcdv1alpha2.LabelRole]; ok {
+			return fmt.Errorf("labels %v", p.Labels)
+		}
+		return nil
+	})
+
+	// An authorised template the Pod does not run is reported, not acted on.
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[etcdv1alpha2.AnnotationTemplateHash] = "0000000000"
+	})
+	waitCondition(t, m, etcdv1alpha2.ConditionUpdated, metav1.ConditionFalse, etcdmember.ReasonRestartPending)
+	if p, err := getPod(t.Context(), m); err != nil || p.UID != pod.UID {
+		t.Errorf("the Pod was touched after a hash change: %v", err)
+	}
+}
+
+func TestNoPodWhileInitialClusterEmpty(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) { m.Spec.InitialCluster = "" })
+
+	eventually(t, convergeTimeout, "PVC created for a pending member", func(ctx context.Context) error {
+		_, err := getPVC(ctx, m)
+		return err
+	})
+	cond := waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady)
+	if !strings.Contains(cond.Message, "initialCluster") {
+		t.Errorf("Ready message %q does not say what it waits for", cond.Message)
+	}
+	consistently(t, steadyWindow, "no Pod while initialCluster is empty", func(ctx context.Context) error {
+		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Pod lookup: %v", err)
+		}
+		return nil
+	})
+
+	// The cluster controller adds it to a formed cluster: it joins as "existing".
+	patchMember(t, m, func(cur *etcdv1alpha2.EtcdMember) {
+		cur.Spec.InitialCluster = "seed=http://seed.etcd." + ns + ".svc:2380," + cur.Name + "=http://" + cur.Name + ".etcd." + ns + ".svc:2380"
+	})
+	pod := waitPod(t, m)
+	if !hasArg(pod, "--initial-cluster-state=existing") {
+		t.Errorf("a member joining a formed cluster got args %v", pod.Spec.Containers[0].Args)
+	}
+}
+
+func TestDormantDeletesPodKeepsPVC(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	pod := waitPod(t, m)
+	pvc, err := getPVC(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) { m.Spec.Dormant = true })
+	waitGone(t, pod)
+	cond := waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPaused)
+	if !strings.Contains(cond.Message, pvc.Name) {
+		t.Errorf("Paused message %q does not name the PVC", cond.Message)
+	}
+	eventually(t, convergeTimeout, "replicas 0 while dormant", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		if cur.Status.Replicas != 0 {
+			return fmt.Errorf("replicas %d", cur.Status.Replicas)
+		}
+		return nil
+	})
+	consistently(t, steadyWindow, "PVC kept and no Pod while dormant", func(ctx context.Context) error {
+		v, err := getPVC(ctx, m)
+		if err != nil || v.UID != pvc.UID {
+			return fmt.Errorf("PVC: %v", err)
+		}
+		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Pod lookup: %v", err)
+		}
+		return nil
+	})
+
+	// Woken: a new Pod on the same PVC, as "existing".
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) { m.Spec.Dormant = false })
+	woken := waitPod(t, m)
+	if woken.UID == pod.UID || !hasArg(woken, "--initial-cluster-state=existing") {
+		t.Errorf("woken Pod: uid %s (old %s), args %v", woken.UID, pod.UID, woken.Spec.Containers[0].Args)
+	}
+}
+
+func TestRetainLeavesPVCUnowned(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyRetain, "")
+	m := newMember(t, c)
+	var pvc *corev1.PersistentVolumeClaim
+	eventually(t, convergeTimeout, "PVC created", func(ctx context.Context) (err error) {
+		pvc, err = getPVC(ctx, m)
+		return err
+	})
+	if len(pvc.OwnerReferences) != 0 {
+		t.Errorf("a Retain PVC has owner references %+v", pvc.OwnerReferences)
+	}
+	m, _ = getMember(t.Context(), m)
+	if pvc.Annotations[etcdv1alpha2.AnnotationMemberUID] != string(m.UID) {
+		t.Errorf("PVC annotations %v lack member-uid %s", pvc.Annotations, m.UID)
+	}
+}
+
+func TestFinalizerReleasedWhenParentDeleting(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	markPodRunning(t, waitPod(t, m), "10.0.1.1", true)
+	setMemberStatus(t, m, "a1", true)
+	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xa1, Name: m.Name})
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
+
+	// Keep the cluster in "deleting" (envtest has no garbage collector to finish it).
+	hold := "test.example/hold"
+	cur := &etcdv1alpha2.EtcdCluster{}
+	if err := k8sClient.Get(t.Context(), client.ObjectKeyFromObject(c), cur); err != nil {
+		t.Fatal(err)
+	}
+	base := cur.DeepCopy()
+	cur.Finalizers = append(cur.Finalizers, hold)
+	if err := k8sClient.Patch(t.Context(), cur, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		base := cur.DeepCopy()
+		cur.Finalizers = nil
+		_ = k8sClient.Patch(context.Background(), cur, client.MergeFrom(base))
+	})
+	if err := k8sClient.Delete(t.Context(), cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Delete(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, m)
+	if n := etcd.getsOf(ns, c.Name); n != 0 {
+		t.Errorf("the controller asked for an etcd client %d times while the whole cluster was being deleted; want 0", n)
+	}
+}
+
+func TestFinalizerReleasedWhenParentGone(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	waitPod(t, m)
+	setMemberStatus(t, m, "a1", true)
+	if err := k8sClient.Delete(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Delete(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, m)
+	if n := etcd.getsOf(ns, c.Name); n != 0 {
+		t.Errorf("etcd asked %d times for a member of a deleted cluster; want 0", n)
+	}
+}
+
+func TestForeignDeletionHeld(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	markPodRunning(t, waitPod(t, m), "10.0.2.1", true)
+	setMemberStatus(t, m, "a1", true)
+	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xa1, Name: m.Name})
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
+
+	if err := k8sClient.Delete(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonRemoving)
+	if cond.Message != etcdmember.MsgDeletionBlocked {
+		t.Errorf("Removing message = %q, want the blocked instruction", cond.Message)
+	}
+	if cfg, ok := etcd.configOf(ns, c.Name); !ok || len(cfg.Endpoints) != 1 || cfg.Endpoints[0] != "http://10.0.2.1:2379" {
+		t.Errorf("etcd dialled with %+v, want the Pod IP endpoint", cfg)
+	}
+	consistently(t, steadyWindow, "a foreign deletion stays held", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(cur.Finalizers, etcdv1alpha2.FinalizerMemberCleanup) {
+			return errors.New("finalizer released")
+		}
+		return nil
+	})
+
+	// A person allows it; the cluster controller's MemberRemove (simulated) takes it out of
+	// etcd; the finalizer goes.
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] = "true"
+	})
+	eventually(t, convergeTimeout, "held while waiting for MemberRemove", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		for _, cd := range cur.Status.Conditions {
+			if cd.Type == etcdv1alpha2.ConditionReady && cd.Reason == etcdmember.ReasonRemoving && cd.Message != etcdmember.MsgDeletionBlocked {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", cur.Status.Conditions)
+	})
+	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xb2, Name: "someone-else"})
+	waitGone(t, m)
+}
+
+func TestForeignPodNeverTouched(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	name := "etcd-squat"
+	foreign := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "other"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.test/other:1"}}},
+	}
+	if err := k8sClient.Create(t.Context(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) { m.GenerateName, m.Name = "", name })
+	cond := waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady)
+	if !strings.Contains(cond.Message, "neither adopts nor deletes") {
+		t.Errorf("Ready message %q does not report the conflict", cond.Message)
+	}
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) { m.Spec.Dormant = true }) // would delete an own Pod
+	consistently(t, steadyWindow, "the foreign Pod is left alone", func(ctx context.Context) error {
+		p := &corev1.Pod{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(foreign), p); err != nil {
+			return err
+		}
+		if p.UID != foreign.UID || p.ResourceVersion != foreign.ResourceVersion || !p.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("the foreign Pod changed: rv %s → %s, deletion %v", foreign.ResourceVersion, p.ResourceVersion, p.DeletionTimestamp)
+		}
+		return nil
+	})
+}
+
+func TestIdlePassWritesNothing(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) {
+		m.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Labels: map[string]string{"team": "a"}}
+	})
+	markPodRunning(t, waitPod(t, m), "10.0.3.1", true)
+	setMemberStatus(t, m, "a1", true)
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
+	eventually(t, convergeTimeout, "role label in place", func(ctx context.Context) error {
+		p, err := getPod(ctx, m)
+		if err != nil {
+			return err
+		}
+		if p.Labels[etcdv1alpha2.LabelRole] != etcdv1alpha2.RoleVoter {
+			return errors.New("no role label yet")
+		}
+		return nil
+	})
+
+	// A second reconciler over the same, converged world, with every write counted.
+	var writes atomic.Int64
+	var written []string
+	count := func(what string, obj runtime.Object) {
+		writes.Add(1)
+		written = append(written, fmt.Sprintf("%s %T", what, obj))
+	}
+	base, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8sClient.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := interceptor.NewClient(base, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			count("create", obj)
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			count("update", obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			count("patch", obj)
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			count("delete", obj)
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			count("update "+sub, obj)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			count("patch "+sub, obj)
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	r := etcdmember.New(counting, base, etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository))
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)}
+	for pass := 1; pass <= 2; pass++ {
+		res, err := r.Reconcile(t.Context(), req)
+		if err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+		if res.RequeueAfter != 0 {
+			t.Errorf("pass %d asked for a requeue after %v on an idle member", pass, res.RequeueAfter)
+		}
+	}
+	if n := writes.Load(); n != 0 {
+		t.Errorf("two idle passes made %d API writes: %v", n, written)
+	}
+	if n := etcd.getsOf(ns, c.Name); n != 0 {
+		t.Errorf("idle passes asked for an etcd client %d times", n)
+	}
+}

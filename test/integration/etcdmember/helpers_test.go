@@ -1,0 +1,261 @@
+package etcdmember_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+)
+
+// Polling bounds. convergeTimeout covers a reconcile or two on a loaded CI machine; the
+// controller acts on watch events, so a healthy run converges in well under a second.
+const (
+	convergeTimeout = 30 * time.Second
+	pollInterval    = 100 * time.Millisecond
+	// steadyWindow is how long a "nothing happens" assertion watches.
+	steadyWindow = 3 * time.Second
+)
+
+// eventually polls check until it returns nil or timeout passes, then fails with its last error.
+func eventually(t *testing.T, timeout time.Duration, what string, check func(ctx context.Context) error) {
+	t.Helper()
+	ctx := t.Context()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = check(ctx); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %v: %v", what, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// consistently polls check for window and fails at its first error.
+func consistently(t *testing.T, window time.Duration, what string, check func(ctx context.Context) error) {
+	t.Helper()
+	ctx := t.Context()
+	deadline := time.Now().Add(window)
+	for time.Now().Before(deadline) {
+		if err := check(ctx); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "member-"}}
+	if err := k8sClient.Create(t.Context(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// newCluster creates an EtcdCluster with the given reclaim policy and, when clusterID is not
+// empty, a latched cluster ID (as the EtcdCluster controller would write it).
+func newCluster(t *testing.T, ns, name string, policy etcdv1alpha2.ReclaimPolicy, clusterID string) *etcdv1alpha2.EtcdCluster {
+	t.Helper()
+	c := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: etcdv1alpha2.EtcdClusterSpec{
+			Version: "3.6.5", Replicas: ptr.To[int32](1),
+			Storage: etcdv1alpha2.StorageSpec{ReclaimPolicy: policy},
+		},
+	}
+	if err := k8sClient.Create(t.Context(), c); err != nil {
+		t.Fatalf("creating EtcdCluster %s: %v", name, err)
+	}
+	if clusterID != "" {
+		c.Status.ClusterID = clusterID
+		if err := k8sClient.Status().Update(t.Context(), c); err != nil {
+			t.Fatalf("setting the cluster ID: %v", err)
+		}
+	}
+	return c
+}
+
+// newMember creates an EtcdMember of c as the EtcdCluster controller would (GenerateName,
+// controller reference to the cluster), adjusted by opts before creation.
+func newMember(t *testing.T, c *etcdv1alpha2.EtcdCluster, opts ...func(*etcdv1alpha2.EtcdMember)) *etcdv1alpha2.EtcdMember {
+	t.Helper()
+	m := &etcdv1alpha2.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: c.Namespace, GenerateName: c.Name + "-",
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: etcdv1alpha2.GroupVersion.String(), Kind: "EtcdCluster", Name: c.Name, UID: c.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: etcdv1alpha2.EtcdMemberSpec{
+			ClusterName: c.Name, Version: "3.6.5", ClusterToken: c.Namespace + "-" + c.Name,
+			InitialCluster: "placeholder",
+		},
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	ownPeer := func(m *etcdv1alpha2.EtcdMember) string {
+		return m.Name + "=http://" + m.Name + "." + c.Name + "." + c.Namespace + ".svc:2380"
+	}
+	// The usual case is the member's own peer URL, which needs the generated name: such a
+	// member is created pending, then given its initialCluster, as the EtcdCluster controller
+	// does (create, then patch).
+	patchLater := m.Spec.InitialCluster == "placeholder" && m.Name == ""
+	switch {
+	case patchLater:
+		m.Spec.InitialCluster = ""
+	case m.Spec.InitialCluster == "placeholder":
+		m.Spec.InitialCluster = ownPeer(m)
+	}
+	if err := k8sClient.Create(t.Context(), m); err != nil {
+		t.Fatalf("creating an EtcdMember: %v", err)
+	}
+	if patchLater {
+		patchMember(t, m, func(cur *etcdv1alpha2.EtcdMember) { cur.Spec.InitialCluster = ownPeer(cur) })
+		m.Spec.InitialCluster = ownPeer(m)
+	}
+	return m
+}
+
+// patchMember changes a member's metadata or spec with a merge patch.
+func patchMember(t *testing.T, m *etcdv1alpha2.EtcdMember, mutate func(*etcdv1alpha2.EtcdMember)) {
+	t.Helper()
+	cur := &etcdv1alpha2.EtcdMember{}
+	if err := k8sClient.Get(t.Context(), client.ObjectKeyFromObject(m), cur); err != nil {
+		t.Fatalf("reading EtcdMember %s: %v", m.Name, err)
+	}
+	base := cur.DeepCopy()
+	mutate(cur)
+	if err := k8sClient.Patch(t.Context(), cur, client.MergeFrom(base)); err != nil {
+		t.Fatalf("patching EtcdMember %s: %v", m.Name, err)
+	}
+}
+
+// setMemberStatus writes the status fields the EtcdCluster controller owns, with a merge patch
+// that carries only them.
+func setMemberStatus(t *testing.T, m *etcdv1alpha2.EtcdMember, memberID string, voter bool) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"status":{"memberID":%q,"isVoter":%v}}`, memberID, voter)
+	if err := k8sClient.Status().Patch(t.Context(), m, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		t.Fatalf("setting member status: %v", err)
+	}
+}
+
+// getMember reads a member.
+func getMember(ctx context.Context, m *etcdv1alpha2.EtcdMember) (*etcdv1alpha2.EtcdMember, error) {
+	cur := &etcdv1alpha2.EtcdMember{}
+	err := k8sClient.Get(ctx, client.ObjectKeyFromObject(m), cur)
+	return cur, err
+}
+
+// getPod reads the member's Pod.
+func getPod(ctx context.Context, m *etcdv1alpha2.EtcdMember) (*corev1.Pod, error) {
+	p := &corev1.Pod{}
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, p)
+	return p, err
+}
+
+// getPVC reads the member's PVC.
+func getPVC(ctx context.Context, m *etcdv1alpha2.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
+	p := &corev1.PersistentVolumeClaim{}
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: "data-" + m.Name}, p)
+	return p, err
+}
+
+// waitPod waits for the member's Pod.
+func waitPod(t *testing.T, m *etcdv1alpha2.EtcdMember) *corev1.Pod {
+	t.Helper()
+	var p *corev1.Pod
+	eventually(t, convergeTimeout, "Pod "+m.Name+" exists", func(ctx context.Context) (err error) {
+		p, err = getPod(ctx, m)
+		return err
+	})
+	return p
+}
+
+// markPodRunning does the kubelet's part: phase Running, an IP, and the Ready condition.
+func markPodRunning(t *testing.T, p *corev1.Pod, ip string, ready bool) {
+	t.Helper()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.PodIP = ip
+	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	if err := k8sClient.Status().Update(t.Context(), p); err != nil {
+		t.Fatalf("setting Pod %s status: %v", p.Name, err)
+	}
+}
+
+// waitCondition waits until the member's condition has the given status and reason.
+func waitCondition(t *testing.T, m *etcdv1alpha2.EtcdMember, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var got *metav1.Condition
+	eventually(t, convergeTimeout, fmt.Sprintf("%s=%s/%s on %s", condType, status, reason, m.Name), func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		got = meta.FindStatusCondition(cur.Status.Conditions, condType)
+		if got == nil {
+			return errors.New("no such condition")
+		}
+		if got.Status != status || got.Reason != reason {
+			return fmt.Errorf("%s/%s: %s", got.Status, got.Reason, got.Message)
+		}
+		return nil
+	})
+	return got
+}
+
+// waitGone waits until obj no longer exists.
+func waitGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	eventually(t, convergeTimeout, obj.GetName()+" is gone", func(ctx context.Context) error {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("still exists (finalizers %v, deletionTimestamp %v)", obj.GetFinalizers(), obj.GetDeletionTimestamp())
+	})
+}
+
+// hasArg reports whether the Pod's etcd container has the argument.
+func hasArg(p *corev1.Pod, arg string) bool {
+	for _, c := range p.Spec.Containers {
+		for _, a := range c.Args {
+			if a == arg {
+				return true
+			}
+		}
+	}
+	return false
+}

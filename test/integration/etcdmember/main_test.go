@@ -1,0 +1,176 @@
+// Package etcdmember_test runs the EtcdMember controller against a real kube-apiserver and etcd
+// (envtest), with etcd itself replaced by the recorder fake from internal/etcdclient/etcdfake.
+// There is no kubelet and no garbage collector: tests set Pod status themselves, and check
+// ownerReferences rather than waiting for collection.
+package etcdmember_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
+	"github.com/etcd-operator/etcd-operator/internal/operator"
+)
+
+// imageRepository is what the controller under test is configured with, so tests can tell its
+// Pods from defaults.
+const imageRepository = "registry.example.test/etcd"
+
+// One API server and one manager serve every test in this package; tests isolate themselves by
+// namespace.
+var (
+	k8sClient  client.Client
+	restConfig *rest.Config
+	etcd       = &fakeEtcd{clusters: map[string]*etcdfake.Recorder{}}
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with `make test`, "+
+			"which builds kube-apiserver, etcd and kubectl from pinned sources and sets it")
+		return 1
+	}
+	if os.Getenv("ETCDMEMBER_TEST_LOG") != "" {
+		logf.SetLogger(zap.New(zap.UseDevMode(true)))
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	testEnv := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	cfg, err := testEnv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting kube-apiserver and etcd:", err)
+		return 1
+	}
+	defer func() {
+		if err := testEnv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
+		}
+	}()
+	restConfig = cfg
+	if k8sClient, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, "building a client:", err)
+		return 1
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating the manager:", err)
+		return 1
+	}
+	if err := etcdmember.SetupWithManager(mgr,
+		etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository)); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the EtcdMember controller:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return m.Run()
+}
+
+// fakeEtcd hands the controller one recorder fake per cluster and counts what it asked for.
+type fakeEtcd struct {
+	mu       sync.Mutex
+	clusters map[string]*etcdfake.Recorder
+	configs  map[string]etcdclient.Config
+	gets     map[string]int
+}
+
+var _ etcdmember.EtcdClients = (*fakeEtcd)(nil)
+
+// clusterOf extracts "<namespace>/<cluster>" from a pool key, whatever suffix the controller
+// adds.
+func clusterOf(key string) string {
+	if i := strings.IndexAny(key, "#@"); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+func (f *fakeEtcd) Get(_ context.Context, key string, cfg etcdclient.Config) (etcdclient.Client, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.configs == nil {
+		f.configs, f.gets = map[string]etcdclient.Config{}, map[string]int{}
+	}
+	f.configs[clusterOf(key)] = cfg
+	f.gets[clusterOf(key)]++
+	return f.recorder(clusterOf(key)), nil
+}
+
+func (f *fakeEtcd) Forget(string) error { return nil }
+
+// recorder returns the fake of one cluster ("<namespace>/<name>"), creating it on first use.
+// Callers hold f.mu or call forCluster.
+func (f *fakeEtcd) recorder(cluster string) *etcdfake.Recorder {
+	r, ok := f.clusters[cluster]
+	if !ok {
+		r = &etcdfake.Recorder{}
+		f.clusters[cluster] = r
+	}
+	return r
+}
+
+// setMembers makes a cluster's etcd list members from now on. The recorder is replaced rather
+// than changed, because its fields are not safe to write while the controller reads them.
+func (f *fakeEtcd) setMembers(namespace, name string, members ...etcdclient.Member) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clusters[namespace+"/"+name] = &etcdfake.Recorder{Members: members}
+}
+
+// getsOf counts how often the controller asked for a client of a cluster.
+func (f *fakeEtcd) getsOf(namespace, name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets[namespace+"/"+name]
+}
+
+func (f *fakeEtcd) configOf(namespace, name string) (etcdclient.Config, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.configs[namespace+"/"+name]
+	return c, ok
+}
