@@ -60,7 +60,7 @@ func newCluster(mut ...func(*etcdv1alpha2.EtcdCluster)) *etcdv1alpha2.EtcdCluste
 }
 
 // storageSpec builds a StorageSpec through JSON, the way the API server hands it to the
-// operator, so that fixtures do not depend on whether size is a value or a pointer in Go.
+// operator.
 func storageSpec(size string, medium etcdv1alpha2.StorageMedium) etcdv1alpha2.StorageSpec {
 	var s etcdv1alpha2.StorageSpec
 	raw := fmt.Sprintf(`{"size":%q,"medium":%q,"reclaimPolicy":"Delete"}`, size, medium)

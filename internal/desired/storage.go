@@ -10,19 +10,11 @@ import (
 // (which the API server would have defaulted) renders as if it had this one.
 var DefaultStorageSize = resource.MustParse("1Gi")
 
-// StorageSize is a StorageSpec's size as a value, with the CRD default applied when unset.
-//
-// It accepts the size field both as a value and as a pointer: the API is moving from the first
-// to the second (so that Go clients leaving it unset get the server default rather than "0"),
-// and this keeps the builders compiling across that change.
+// StorageSize is a StorageSpec's size as a value, with the CRD default applied when unset. It
+// is the size of the PVC request, of the tmpfs sizeLimit, and the input of the default quota.
 func StorageSize(s etcdv1alpha2.StorageSpec) resource.Quantity {
-	switch v := any(s.Size).(type) {
-	case *resource.Quantity:
-		if v != nil {
-			return v.DeepCopy()
-		}
-	case resource.Quantity:
-		return v.DeepCopy()
+	if s.Size == nil {
+		return DefaultStorageSize.DeepCopy()
 	}
-	return DefaultStorageSize.DeepCopy()
+	return s.Size.DeepCopy()
 }
