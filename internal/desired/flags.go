@@ -103,16 +103,7 @@ func EtcdFlags(in FlagInputs) []string {
 	fl := flagList{}
 	version := versionOrNewest(in.Version)
 
-	clientScheme, peerScheme := "http", "http"
-	clientTLS := in.TLS != nil && in.TLS.ClientServerSecretRef != nil
-	peerTLS := in.TLS != nil && in.TLS.PeerSecretRef != nil
-	peerAutoTLS := in.TLS != nil && in.TLS.PeerAutoTLS && !peerTLS
-	if clientTLS {
-		clientScheme = "https"
-	}
-	if peerTLS || peerAutoTLS {
-		peerScheme = "https"
-	}
+	clientProto, peerProto := clientScheme(in.TLS), peerScheme(in.TLS)
 	host := MemberHost(in.Name, in.Service, in.Namespace)
 
 	// Identity. --data-dir must be the same on every start: etcd identifies itself by what it
@@ -122,10 +113,10 @@ func EtcdFlags(in FlagInputs) []string {
 
 	// Listeners bind all interfaces because Pod IPs change across restarts; what peers and
 	// clients use are the advertised DNS names, which do not.
-	fl.add("listen-peer-urls", peerScheme+"://0.0.0.0:"+port(PeerPort))
-	fl.add("listen-client-urls", clientScheme+"://0.0.0.0:"+port(ClientPort))
-	fl.add("advertise-client-urls", clientScheme+"://"+host+":"+port(ClientPort))
-	fl.add("initial-advertise-peer-urls", peerScheme+"://"+host+":"+port(PeerPort))
+	fl.add("listen-peer-urls", peerProto+"://0.0.0.0:"+port(PeerPort))
+	fl.add("listen-client-urls", clientProto+"://0.0.0.0:"+port(ClientPort))
+	fl.add("advertise-client-urls", clientProto+"://"+host+":"+port(ClientPort))
+	fl.add("initial-advertise-peer-urls", peerProto+"://"+host+":"+port(PeerPort))
 	// The metrics listener is plain HTTP on its own port so that kubelet probes and Prometheus
 	// never need client certificates; it serves no keys.
 	fl.add("listen-metrics-urls", "http://0.0.0.0:"+port(MetricsPort))
@@ -140,6 +131,37 @@ func EtcdFlags(in FlagInputs) []string {
 	addCorruptionChecks(&fl, version)
 	addTLS(&fl, in.TLS)
 	return fl.flags
+}
+
+// PeerURL is the peer URL a member advertises (--initial-advertise-peer-urls): the URL the
+// cluster controller registers with MemberAddAsLearner and writes into --initial-cluster. etcd
+// compares peer URLs as strings, so it must be built here and nowhere else.
+func PeerURL(member *etcdv1alpha2.EtcdMember) string {
+	return peerScheme(member.Spec.TLS) + "://" +
+		MemberHost(member.Name, MemberServiceName(member), member.Namespace) + ":" + port(PeerPort)
+}
+
+// ClientURL is the client URL a member advertises (--advertise-client-urls).
+func ClientURL(member *etcdv1alpha2.EtcdMember) string {
+	return clientScheme(member.Spec.TLS) + "://" +
+		MemberHost(member.Name, MemberServiceName(member), member.Namespace) + ":" + port(ClientPort)
+}
+
+// clientScheme is https when the client listener has a server certificate.
+func clientScheme(tls *etcdv1alpha2.EtcdMemberTLS) string {
+	if tls != nil && tls.ClientServerSecretRef != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// peerScheme is https when the peer listener has a certificate, its own or (legacy) an
+// automatically generated one.
+func peerScheme(tls *etcdv1alpha2.EtcdMemberTLS) string {
+	if tls != nil && (tls.PeerSecretRef != nil || tls.PeerAutoTLS) {
+		return "https"
+	}
+	return "http"
 }
 
 // renderState maps anything but ClusterStateNew to ClusterStateExisting (see ClusterStateExisting).

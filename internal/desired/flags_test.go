@@ -420,3 +420,34 @@ func FuzzEtcdFlags(f *testing.F) {
 		}
 	})
 }
+
+// TestAdvertisedURLsMatchFlags: PeerURL and ClientURL, which the cluster controller registers
+// with etcd, are exactly what the member advertises.
+func TestAdvertisedURLsMatchFlags(t *testing.T) {
+	t.Parallel()
+	tlsModes := []*etcdv1alpha2.EtcdMemberTLS{
+		nil,
+		{ClientServerSecretRef: ref("s"), ClientMTLS: true},
+		{PeerSecretRef: ref("p")},
+		{PeerAutoTLS: true},
+		{ClientServerSecretRef: ref("s"), PeerSecretRef: ref("p"), PeerAutoTLS: true},
+	}
+	for _, tls := range tlsModes {
+		for _, annotations := range []map[string]string{nil, {etcdv1alpha2.AnnotationHeadlessServiceName: "legacy"}} {
+			m := newMember(func(m *etcdv1alpha2.EtcdMember) {
+				m.Spec.TLS = tls
+				m.Annotations = annotations
+			})
+			fm := flagMap(t, EtcdFlags(MemberFlagInputs(m, ClusterStateExisting)))
+			if got, want := PeerURL(m), fm["initial-advertise-peer-urls"]; got != want {
+				t.Errorf("tls=%+v annotations=%v: PeerURL = %s, flag = %s", tls, annotations, got, want)
+			}
+			if got, want := ClientURL(m), fm["advertise-client-urls"]; got != want {
+				t.Errorf("tls=%+v annotations=%v: ClientURL = %s, flag = %s", tls, annotations, got, want)
+			}
+		}
+	}
+	if got, want := PeerURL(newMember()), "http://main-x7k2p.main.prod.svc:2380"; got != want {
+		t.Errorf("PeerURL = %s, want %s", got, want)
+	}
+}
