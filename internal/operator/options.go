@@ -109,9 +109,10 @@ const (
 	SourceFlag    Source = "flag"
 )
 
-// OptionError reports a flag or environment value that the operator cannot use. Its message names the
-// flag, its environment variable and what a valid value looks like, because the person reading it is
-// usually editing a Deployment or a values file and needs to know which line to change.
+// OptionError reports a flag or environment value that the operator cannot use. Its message names
+// what the user set (the flag, or the environment variable and its flag) and what a valid value looks
+// like, because the person reading it is usually editing a Deployment or a values file and needs to
+// know which line to change.
 type OptionError struct {
 	// Flag is the flag name without dashes.
 	Flag string
@@ -344,27 +345,33 @@ func ParseOptions(args []string, lookupEnv func(string) (string, bool)) (Options
 			return Options{}, &OptionError{Flag: s.flag, EnvVar: s.envVar(), Source: source, Value: value, Err: err}
 		}
 	}
-	if err := validateAddressesDiffer(opts, sources[FlagHealthProbeBindAddress]); err != nil {
+	if err := validateAddressesDiffer(opts, sources); err != nil {
 		return Options{}, err
 	}
 	return opts, nil
 }
 
 // validateAddressesDiffer catches the one cross-setting mistake that would otherwise surface as a
-// bare "address already in use" after the manager has started.
-func validateAddressesDiffer(o Options, probeSource Source) error {
-	if o.HealthProbeBindAddress == disabledAddress || o.HealthProbeBindAddress != o.MetricsBindAddress {
+// bare "address already in use" after the manager has started. It blames the setting the user gave,
+// not the one left at its default.
+func validateAddressesDiffer(o Options, sources map[string]Source) error {
+	addr := o.HealthProbeBindAddress
+	if addr == disabledAddress || addr != o.MetricsBindAddress {
 		return nil
 	}
-	if port := o.HealthProbeBindAddress[strings.LastIndex(o.HealthProbeBindAddress, ":")+1:]; port == "0" {
+	if port := addr[strings.LastIndex(addr, ":")+1:]; port == "0" {
 		return nil // port 0 picks a free port for each listener
 	}
+	blamed, other := FlagHealthProbeBindAddress, FlagMetricsBindAddress
+	if sources[blamed] == SourceDefault {
+		blamed, other = other, blamed
+	}
 	return &OptionError{
-		Flag:   FlagHealthProbeBindAddress,
-		EnvVar: envName(FlagHealthProbeBindAddress),
-		Source: probeSource,
-		Value:  o.HealthProbeBindAddress,
-		Err:    fmt.Errorf("--%s has the same address; give each endpoint its own port", FlagMetricsBindAddress),
+		Flag:   blamed,
+		EnvVar: envName(blamed),
+		Source: sources[blamed],
+		Value:  addr,
+		Err:    fmt.Errorf("--%s has the same address; give each endpoint its own port", other),
 	}
 }
 

@@ -214,6 +214,7 @@ func TestParseOptionsInvalidValue(t *testing.T) {
 		{name: "metrics address named port", args: []string{"--metrics-bind-address=:http"}, wantFlag: FlagMetricsBindAddress, wantSource: SourceFlag},
 		{name: "metrics address port out of range", args: []string{"--metrics-bind-address=:70000"}, wantFlag: FlagMetricsBindAddress, wantSource: SourceFlag},
 		{name: "probe and metrics on one address", args: []string{"--health-probe-bind-address=:9000", "--metrics-bind-address=:9000"}, wantFlag: FlagHealthProbeBindAddress, wantSource: SourceFlag},
+		{name: "metrics moved onto the default probe address", args: []string{"--metrics-bind-address=:8081"}, wantFlag: FlagMetricsBindAddress, wantSource: SourceFlag},
 		{name: "probe and metrics on one address from env", env: map[string]string{"ETCD_OPERATOR_HEALTH_PROBE_BIND_ADDRESS": ":8080"}, wantFlag: FlagHealthProbeBindAddress, wantSource: SourceEnv},
 		{name: "shutdown timeout zero", args: []string{"--graceful-shutdown-timeout=0s"}, wantFlag: FlagGracefulShutdownTimeout, wantSource: SourceFlag},
 		{name: "shutdown timeout without unit", args: []string{"--graceful-shutdown-timeout=30"}, wantFlag: FlagGracefulShutdownTimeout, wantSource: SourceFlag},
