@@ -231,6 +231,12 @@ func (c *Cluster) StartNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if c.kubeDir == "" {
+		// Cached after the first up: this only checks the stamps.
+		if c.kubeDir, err = c.builder.Kubernetes(ctx); err != nil {
+			return err
+		}
+	}
 	if err := c.startContainerd(ctx, n); err != nil {
 		return err
 	}
@@ -249,12 +255,17 @@ func (c *Cluster) stopRuntime(ctx context.Context, n Node, removeContainers bool
 		}
 		tasks := strings.Fields(out)
 		for _, id := range tasks {
-			_, _ = c.ctr(ctx, n, "tasks", "kill", "--all", "--signal", "SIGKILL", id)
+			// A task that already exited refuses the signal; delete below handles it.
+			_, _ = c.ctr(ctx, n, "tasks", "kill", "--signal", "SIGKILL", id)
 		}
 		for _, id := range tasks {
 			if err := poll(ctx, 10*time.Second, "task "+id+" to exit", func() (bool, error) {
-				_, err := c.ctr(ctx, n, "tasks", "delete", id)
-				return err == nil, nil
+				// The CRI plugin deletes a task itself once it sees it exit.
+				out, err := c.ctr(ctx, n, "tasks", "delete", id)
+				if err != nil && strings.Contains(out, "not found") {
+					return true, nil
+				}
+				return err == nil, err
 			}); err != nil {
 				return err
 			}
