@@ -121,6 +121,7 @@ type EtcdOptions struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.runAsGroup) || self.runAsGroup > 0",message="spec.podSecurityContext.runAsGroup must be > 0 (Pod Security restricted forbids group 0); omit it to use 65532"
 // +kubebuilder:validation:XValidation:rule="!has(self.fsGroup) || self.fsGroup > 0",message="spec.podSecurityContext.fsGroup must be > 0 (Pod Security restricted forbids group 0); omit it to use 65532"
 // +kubebuilder:validation:XValidation:rule="!has(self.supplementalGroups) || self.supplementalGroups.all(g, g > 0)",message="spec.podSecurityContext.supplementalGroups must all be > 0 (Pod Security restricted forbids group 0); remove 0 and negative IDs"
+// +kubebuilder:validation:XValidation:rule="!has(self.seLinuxOptions) || ((!has(self.seLinuxOptions.user) || self.seLinuxOptions.user == '') && (!has(self.seLinuxOptions.role) || self.seLinuxOptions.role == '') && (!has(self.seLinuxOptions.type) || self.seLinuxOptions.type in ['', 'container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t']))",message="spec.podSecurityContext.seLinuxOptions may set only level, and type container_t, container_init_t, container_kvm_t or container_engine_t (Pod Security restricted); remove user and role"
 type PodSecurityOverrides struct {
 	// runAsUser is the UID etcd runs as. Default 65532.
 	// +optional
@@ -146,7 +147,8 @@ type PodSecurityOverrides struct {
 	// +optional
 	SupplementalGroups []int64 `json:"supplementalGroups,omitempty"`
 
-	// seLinuxOptions is the SELinux context of the etcd container.
+	// seLinuxOptions is the SELinux context of the etcd container. Pod Security "restricted"
+	// allows only a level and the container_t family of types.
 	// +optional
 	SELinuxOptions *corev1.SELinuxOptions `json:"seLinuxOptions,omitempty"`
 }

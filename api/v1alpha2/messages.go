@@ -67,6 +67,10 @@ const (
 	MsgFSGroupPositive = "spec.podSecurityContext.fsGroup must be > 0 (Pod Security restricted forbids group 0); omit it to use 65532"
 	// MsgSupplementalGroupsPositive is rule 17 for supplementalGroups.
 	MsgSupplementalGroupsPositive = "spec.podSecurityContext.supplementalGroups must all be > 0 (Pod Security restricted forbids group 0); remove 0 and negative IDs"
+	// MsgSELinuxRestricted is rule 17 for seLinuxOptions.
+	MsgSELinuxRestricted = "spec.podSecurityContext.seLinuxOptions may set only level, and type container_t, container_init_t, container_kvm_t or container_engine_t (Pod Security restricted); remove user and role"
+	// MsgClusterName rejects cluster names that cannot name the objects derived from them.
+	MsgClusterName = "metadata.name of an EtcdCluster must be a DNS label of at most 56 characters that starts with a letter: it names the Services <name> and <name>-client and the members <name>-xxxxx, whose host names are limited to 63"
 	// MsgRestoreChecksumFormat is rule 18.
 	MsgRestoreChecksumFormat = "spec.bootstrap.restore.checksum must be sha256:<64 lowercase hex digits>, as in an EtcdSnapshot's status.artifact.checksum"
 

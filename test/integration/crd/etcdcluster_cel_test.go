@@ -2,6 +2,7 @@ package crd_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -230,6 +231,15 @@ func TestEtcdClusterProjectRules(t *testing.T) {
 		{name: "supplemental group 0", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
 			c.Spec.PodSecurityContext = &etcdv1alpha2.PodSecurityOverrides{SupplementalGroups: []int64{5, 0}}
 		}), wantField: "spec.podSecurityContext", wantMsg: etcdv1alpha2.MsgSupplementalGroupsPositive},
+		{name: "selinux level only", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
+			c.Spec.PodSecurityContext = &etcdv1alpha2.PodSecurityOverrides{SELinuxOptions: &corev1.SELinuxOptions{Level: "s0:c1,c2", Type: "container_t"}}
+		})},
+		{name: "selinux user", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
+			c.Spec.PodSecurityContext = &etcdv1alpha2.PodSecurityOverrides{SELinuxOptions: &corev1.SELinuxOptions{User: "system_u"}}
+		}), wantField: "spec.podSecurityContext", wantMsg: etcdv1alpha2.MsgSELinuxRestricted},
+		{name: "selinux unconfined type", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
+			c.Spec.PodSecurityContext = &etcdv1alpha2.PodSecurityOverrides{SELinuxOptions: &corev1.SELinuxOptions{Type: "spc_t"}}
+		}), wantField: "spec.podSecurityContext", wantMsg: etcdv1alpha2.MsgSELinuxRestricted},
 		// Rule 18.
 		{name: "restore checksum", create: fns(withS3Restore("snap.db"), func(c *etcdv1alpha2.EtcdCluster) {
 			c.Spec.Bootstrap.Restore.Checksum = "sha256:" + fmt.Sprintf("%064x", 42)
@@ -277,4 +287,35 @@ func TestEtcdClusterSchemaRules(t *testing.T) {
 			c.Spec.PodSecurityContext = &etcdv1alpha2.PodSecurityOverrides{FSGroupChangePolicy: ptr.To[corev1.PodFSGroupChangePolicy]("Never")}
 		}), wantField: "spec.podSecurityContext.fsGroupChangePolicy", wantMsg: `supported values: "OnRootMismatch", "Always"`},
 	})
+}
+
+// TestEtcdClusterNames covers the name rule: every derived object name must stay valid.
+func TestEtcdClusterNames(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	cases := []struct {
+		name   string
+		accept bool
+	}{
+		{name: strings.Repeat("a", 56), accept: true},
+		{name: "etcd-main", accept: true},
+		{name: strings.Repeat("a", 57)},
+		{name: "1etcd"},
+		{name: "etcd.main"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := k8sClient.Create(t.Context(), minimalCluster(ns, tc.name))
+			if tc.accept {
+				if err != nil {
+					t.Fatalf("want %q accepted, got: %v", tc.name, err)
+				}
+				return
+			}
+			// A rule on the object root is reported without a field path (shown as "<nil>"); CRD
+			// schemas cannot point fieldPath at metadata, so the message names the field instead.
+			requireInvalid(t, err, "<nil>", etcdv1alpha2.MsgClusterName)
+		})
+	}
 }
