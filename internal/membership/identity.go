@@ -17,16 +17,6 @@ func Token(namespace, name, uid string) string {
 	return namespace + "-" + name + "-" + uid
 }
 
-// PeerURL is the peer URL a member advertises (desired.EtcdFlags renders the same):
-// <scheme>://<host>:2380 with host = desired.MemberHost.
-func PeerURL(host string, tls bool) string {
-	scheme := "http"
-	if tls {
-		scheme = "https"
-	}
-	return scheme + "://" + host + ":2380"
-}
-
 // ClientURL is the client URL the operator dials a member at: its Pod IP, never DNS, so that the
 // operator works from outside the cluster network's DNS (and tests run it on the host).
 func ClientURL(podIP string, tls bool) string {

@@ -16,8 +16,6 @@ func TestToken(t *testing.T) {
 func TestURLs(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ got, want string }{
-		{PeerURL("m.c.ns.svc", false), "http://m.c.ns.svc:2380"},
-		{PeerURL("m.c.ns.svc", true), "https://m.c.ns.svc:2380"},
 		{ClientURL("10.1.2.3", false), "http://10.1.2.3:2379"},
 		{ClientURL("fd00::1", true), "https://[fd00::1]:2379"},
 		{NameFromPeerURL("http://etcd-abcde.etcd.ns.svc:2380"), "etcd-abcde"},

@@ -52,6 +52,7 @@ func ObservedFromSpec(spec *etcdv1alpha2.EtcdClusterSpec) *etcdv1alpha2.Observed
 func ApplyTemplate(spec *etcdv1alpha2.EtcdMemberSpec, observed *etcdv1alpha2.ObservedClusterSpec) {
 	o := observed.DeepCopy()
 	spec.Version = o.Version
+	o.Storage.ReclaimPolicy = spec.Storage.ReclaimPolicy // not latched; see SameTarget
 	spec.Storage = o.Storage
 	spec.Resources = o.Resources
 	spec.Affinity = o.Affinity
@@ -77,6 +78,7 @@ func TemplateCurrent(spec *etcdv1alpha2.EtcdMemberSpec, observed *etcdv1alpha2.O
 	ApplyTemplate(want, observed)
 	want.Replicas = spec.Replicas
 	return equality.Semantic.DeepEqual(want, spec)
+
 }
 
 // Converged reports whether the cluster has reached its latched target (behaviour.md §5):
@@ -143,7 +145,7 @@ type Lock struct {
 func Decide(in LockInput) Lock {
 	want := ObservedFromSpec(in.Spec)
 	l := Lock{Observed: in.Observed, ObservedGeneration: in.ObservedGeneration, Deadline: in.Deadline}
-	same := in.Observed != nil && equality.Semantic.DeepEqual(want, in.Observed)
+	same := in.Observed != nil && SameTarget(want, in.Observed)
 	expired := !in.Converged && in.Deadline != nil && !in.Now.Before(in.Deadline.Time)
 	switch {
 	case in.Observed == nil:
@@ -180,6 +182,14 @@ func Decide(in LockInput) Lock {
 			in.Generation, l.ObservedGeneration, when)
 	}
 	return l
+}
+
+// SameTarget compares two latched targets, ignoring storage.reclaimPolicy: it is not latched,
+// but the API server defaults it inside status.observed too (the type is shared with spec).
+func SameTarget(a, b *etcdv1alpha2.ObservedClusterSpec) bool {
+	x, y := a.DeepCopy(), b.DeepCopy()
+	x.Storage.ReclaimPolicy, y.Storage.ReclaimPolicy = "", ""
+	return equality.Semantic.DeepEqual(x, y)
 }
 
 func deadline(in LockInput) *metav1.Time {

@@ -198,11 +198,8 @@ func (r *Reconciler) observeFirstSeen(key types.NamespacedName, list []etcdclien
 	return out
 }
 
-// peerURL is the peer URL member m advertises.
-func (p *pass) peerURL(m *etcdv1alpha2.EtcdMember) string {
-	tls := m.Spec.TLS != nil && (m.Spec.TLS.PeerSecretRef != nil || m.Spec.TLS.PeerAutoTLS)
-	return membership.PeerURL(desired.MemberHost(m.Name, desired.MemberServiceName(m), m.Namespace), tls)
-}
+// peerURL is the peer URL member m advertises, as its flags render it.
+func (p *pass) peerURL(m *etcdv1alpha2.EtcdMember) string { return desired.PeerURL(m) }
 
 // scope projects the pass's objects for the planner.
 func (p *pass) scope() membership.Scope {

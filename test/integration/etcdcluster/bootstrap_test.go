@@ -1,0 +1,151 @@
+package etcdcluster_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+)
+
+func TestBootstrapOneMember(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newCluster("one", 1)
+	eventually(t, convergeTimeout, "one member converged", w.converged("one", 1))
+
+	c := w.cluster("one")
+	ms, err := w.members(t.Context(), "one")
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("members = %d (%v), want 1", len(ms), err)
+	}
+	m := ms[0]
+	if !m.Spec.Bootstrap || !strings.HasPrefix(m.Name, "one-") {
+		t.Errorf("seed %s: bootstrap=%v", m.Name, m.Spec.Bootstrap)
+	}
+	if want := m.Name + "=http://" + m.Name + ".one." + w.ns + ".svc:2380"; m.Spec.InitialCluster != want {
+		t.Errorf("initialCluster = %q, want %q", m.Spec.InitialCluster, want)
+	}
+	if ref := metav1.GetControllerOf(&m); ref == nil || ref.UID != c.UID {
+		t.Errorf("seed controller = %+v, want the cluster", ref)
+	}
+	etcd := w.fake("one").snapshot()
+	if want := membership.SeedClusterID(etcd[0].ID); c.Status.ClusterID != want {
+		t.Errorf("clusterID = %q, want %q", c.Status.ClusterID, want)
+	}
+	if want := membership.Token(w.ns, "one", string(c.UID)); c.Status.ClusterToken != want || m.Spec.ClusterToken != want {
+		t.Errorf("tokens = %q / %q, want %q", c.Status.ClusterToken, m.Spec.ClusterToken, want)
+	}
+	if c.Status.Selector != etcdv1alpha2.LabelCluster+"=one" || c.Status.RunningVersion != fakeVersion {
+		t.Errorf("selector %q runningVersion %q", c.Status.Selector, c.Status.RunningVersion)
+	}
+	for _, name := range []string{"one", "one-client"} {
+		if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: name}, &corev1.Service{}); err != nil {
+			t.Errorf("Service %s: %v", name, err)
+		}
+	}
+	if n, err := w.pdbMinAvailable(t.Context(), "one"); err != nil || n != 1 {
+		t.Errorf("PDB minAvailable = %d (%v), want 1", n, err)
+	}
+	if got := w.fake("one").mutations(); len(got) != 0 {
+		t.Errorf("a one-member bootstrap made etcd mutations: %v", got)
+	}
+}
+
+// TestBootstrapThreeMembers checks the whole bootstrap of 3 and, while it runs, what status and
+// the PDB say at every observation: Available never True before 2 voters are Ready, the PDB
+// always protects the target's quorum once a voter exists, and one seed only.
+func TestBootstrapThreeMembers(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newCluster("three", 3)
+
+	var sawBelowTarget, sawPDB bool
+	eventually(t, convergeTimeout, "three members converged", func() error {
+		ctx := context.Background()
+		c := w.cluster("three")
+		ms, err := w.members(ctx, "three")
+		if err != nil {
+			return err
+		}
+		seeds := 0
+		for _, m := range ms {
+			if m.Spec.Bootstrap {
+				seeds++
+			}
+		}
+		if seeds > 1 {
+			t.Fatalf("%d seeds created", seeds)
+		}
+		voters := 0
+		for _, e := range w.fake("three").snapshot() {
+			if !e.IsLearner {
+				voters++
+			}
+		}
+		av := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionAvailable)
+		if av != nil && av.Status == metav1.ConditionTrue && c.Status.ReadyMembers < 2 {
+			t.Fatalf("Available=True with %d Ready members", c.Status.ReadyMembers)
+		}
+		if av != nil && av.Reason == membership.ReasonBelowTargetQuorum {
+			sawBelowTarget = true
+		}
+		n, err := w.pdbMinAvailable(ctx, "three")
+		if err != nil {
+			return err
+		}
+		if n != -1 {
+			sawPDB = true
+			if n != 2 {
+				t.Fatalf("PDB minAvailable = %d with %d voters of 3, want 2", n, voters)
+			}
+		}
+		return w.converged("three", 3)()
+	})
+	if !sawBelowTarget || !sawPDB {
+		t.Logf("observed BelowTargetQuorum=%v, PDB during bootstrap=%v (timing-dependent)", sawBelowTarget, sawPDB)
+	}
+	f := w.fake("three")
+	if f.maxLearn > 1 {
+		t.Errorf("etcd listed %d learners at once", f.maxLearn)
+	}
+	adds, promotes := 0, 0
+	for _, call := range f.mutations() {
+		switch {
+		case strings.HasPrefix(call, "MemberAddAsLearner"):
+			adds++
+		case strings.HasPrefix(call, "MemberPromote"):
+			promotes++
+		}
+	}
+	if adds != 2 {
+		t.Errorf("learner adds = %d, want 2: %v", adds, f.mutations())
+	}
+	if promotes < 2 {
+		t.Errorf("promotions = %d, want at least 2", promotes)
+	}
+	ms, _ := w.members(t.Context(), "three")
+	for _, m := range ms {
+		if !m.Spec.Bootstrap && strings.Count(m.Spec.InitialCluster, ",") < 1 {
+			t.Errorf("member %s joined with initialCluster %q", m.Name, m.Spec.InitialCluster)
+		}
+		if m.Labels[etcdv1alpha2.LabelComponent] != m.Name {
+			t.Errorf("member %s lacks its component label: %v", m.Name, m.Labels)
+		}
+	}
+	if n, _ := w.pdbMinAvailable(t.Context(), "three"); n != 2 {
+		t.Errorf("PDB minAvailable = %d, want 2", n)
+	}
+	_ = fmt.Sprint
+	_ = desired.PVCName
+}

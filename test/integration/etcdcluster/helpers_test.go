@@ -1,0 +1,262 @@
+package etcdcluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+)
+
+// Test timings. Waits poll; nothing sleeps for a fixed time to let something happen.
+const (
+	convergeTimeout = 60 * time.Second
+	pollInterval    = 100 * time.Millisecond
+	kubeletTick     = 100 * time.Millisecond
+)
+
+func noJitter(d time.Duration) time.Duration { return d }
+
+// world is one test's namespace: the fake etcd clusters and the fake kubelet that runs them.
+type world struct {
+	t    *testing.T
+	ns   string
+	pool *etcdclient.Pool
+
+	mu    sync.Mutex
+	fakes map[string]*fakeEtcd
+}
+
+// newWorld creates a namespace and starts the fake kubelet in it.
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "etcdcluster-"}}
+	if err := k8s.Create(t.Context(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	w := &world{t: t, ns: ns.Name, pool: etcdclient.NewPool(etcdclient.WithDialer(net0.dial)), fakes: map[string]*fakeEtcd{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := w.tick(ctx); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				t.Logf("fake kubelet: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(kubeletTick):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; _ = w.pool.Close() })
+	return w
+}
+
+// fake returns the etcd fake of cluster name.
+func (w *world) fake(name string) *fakeEtcd {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.fakes[name]
+	if f == nil {
+		f = &fakeEtcd{}
+		w.fakes[name] = f
+	}
+	return f
+}
+
+// startController runs the real controller in a manager whose cache sees this namespace only.
+func (w *world) startController(opts ...etcdcluster.Option) {
+	t := w.t
+	t.Helper()
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{w.ns: {}}},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating a manager: %v", err)
+	}
+	opts = append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter)}, opts...)
+	if err := etcdcluster.NewFromManager(mgr, w.pool, opts...).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+// newCluster creates an EtcdCluster with replicas members.
+func (w *world) newCluster(name string, replicas int32) *etcdv1alpha2.EtcdCluster {
+	w.t.Helper()
+	c := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
+		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To(replicas), Version: "3.6.5",
+			Storage: etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))}},
+	}
+	if err := k8s.Create(w.t.Context(), c); err != nil {
+		w.t.Fatalf("creating EtcdCluster %s: %v", name, err)
+	}
+	return c
+}
+
+// setReplicas patches spec.replicas.
+func (w *world) setReplicas(name string, replicas int32) {
+	w.t.Helper()
+	c := w.cluster(name)
+	before := c.DeepCopy()
+	c.Spec.Replicas = ptr.To(replicas)
+	if err := k8s.Patch(w.t.Context(), c, client.MergeFrom(before)); err != nil {
+		w.t.Fatalf("scaling %s to %d: %v", name, replicas, err)
+	}
+}
+
+func (w *world) cluster(name string) *etcdv1alpha2.EtcdCluster {
+	w.t.Helper()
+	c := &etcdv1alpha2.EtcdCluster{}
+	if err := k8s.Get(w.t.Context(), client.ObjectKey{Namespace: w.ns, Name: name}, c); err != nil {
+		w.t.Fatalf("reading EtcdCluster %s: %v", name, err)
+	}
+	return c
+}
+
+func (w *world) members(ctx context.Context, cluster string) ([]etcdv1alpha2.EtcdMember, error) {
+	var list etcdv1alpha2.EtcdMemberList
+	if err := k8s.List(ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{etcdv1alpha2.LabelCluster: cluster}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// eventually polls f until it returns nil or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(pollInterval)
+	}
+	t.Fatalf("%s: not true after %s: %v", what, timeout, err)
+}
+
+// converged checks the end state of a cluster of n members: n voters in etcd, each an
+// EtcdMember with status.memberID, no learner, no pending member, Available=True and
+// Progressing=False/Reconciled for the current generation.
+func (w *world) converged(name string, n int) func() error {
+	return func() error {
+		c := &etcdv1alpha2.EtcdCluster{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: name}, c); err != nil {
+			return err
+		}
+		if err := consistent(w, c); err != nil {
+			return err
+		}
+		ms := w.fake(name).snapshot()
+		if len(ms) != n {
+			return fmt.Errorf("etcd lists %d members, want %d", len(ms), n)
+		}
+		av := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionAvailable)
+		pr := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
+		if av == nil || av.Status != metav1.ConditionTrue || pr == nil || pr.Reason != membership.ReasonReconciled ||
+			c.Status.ObservedGeneration != c.Generation || pr.ObservedGeneration != c.Generation {
+			return fmt.Errorf("conditions %+v, generation %d observed %d", c.Status.Conditions, c.Generation, c.Status.ObservedGeneration)
+		}
+		if c.Status.ReadyMembers != int32(n) || c.Status.UpdatedMembers != int32(n) { //nolint:gosec // small
+			return fmt.Errorf("readyMembers %d, updatedMembers %d, want %d", c.Status.ReadyMembers, c.Status.UpdatedMembers, n)
+		}
+		return nil
+	}
+}
+
+// consistent checks the crash-consistency invariants between EtcdMembers and etcd: every etcd
+// member has an EtcdMember (no orphan), every non-dormant EtcdMember is in etcd, started and a
+// voter (no unstarted member, no leftover learner), nothing is pending, no two EtcdMembers share
+// an etcd member (no duplicate), and member status carries the right ID.
+func consistent(w *world, c *etcdv1alpha2.EtcdCluster) error {
+	ms, err := w.members(context.Background(), c.Name)
+	if err != nil {
+		return err
+	}
+	etcd := w.fake(c.Name).snapshot()
+	seen := map[uint64]string{}
+	for _, m := range ms {
+		if !m.DeletionTimestamp.IsZero() || m.Annotations[etcdv1alpha2.AnnotationRemovalReason] != "" {
+			return fmt.Errorf("member %s is being removed", m.Name)
+		}
+		if m.Spec.InitialCluster == "" {
+			return fmt.Errorf("member %s is pending", m.Name)
+		}
+		if m.Spec.Dormant {
+			continue
+		}
+		peer := desired.PeerURL(&m)
+		i := slices.IndexFunc(etcd, func(e etcdclient.Member) bool { return slices.Contains(e.PeerURLs, peer) })
+		if i < 0 {
+			return fmt.Errorf("member %s is not in etcd", m.Name)
+		}
+		e := etcd[i]
+		if e.IsLearner || !e.Started() {
+			return fmt.Errorf("member %s is a learner or not started in etcd", m.Name)
+		}
+		if other, dup := seen[e.ID]; dup {
+			return fmt.Errorf("members %s and %s are both etcd member %s", other, m.Name, e.IDHex())
+		}
+		seen[e.ID] = m.Name
+		if m.Status.MemberID != e.IDHex() || !m.Status.IsVoter {
+			return fmt.Errorf("member %s has status memberID %q isVoter %v, etcd says %s", m.Name, m.Status.MemberID, m.Status.IsVoter, e.IDHex())
+		}
+	}
+	for _, e := range etcd {
+		if _, ok := seen[e.ID]; !ok && !slices.ContainsFunc(ms, func(m etcdv1alpha2.EtcdMember) bool { return m.Spec.Dormant }) {
+			return fmt.Errorf("etcd member %s (%s) has no EtcdMember", e.IDHex(), e.Name)
+		}
+	}
+	return nil
+}
+
+// pdbMinAvailable returns the PDB's minAvailable, or -1 when there is none.
+func (w *world) pdbMinAvailable(ctx context.Context, name string) (int, error) {
+	pdb := &policyv1.PodDisruptionBudget{}
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, pdb)
+	if apierrors.IsNotFound(err) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return pdb.Spec.MinAvailable.IntValue(), nil
+}
+
+var errNotYet = errors.New("not yet")

@@ -1,0 +1,189 @@
+package etcdcluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+)
+
+// tick plays, for every EtcdMember of the namespace, the EtcdMember controller (PVC, Pod, status
+// podName/podUID/pvcName/replicas and conditions Ready/Updated/Healthy), the kubelet (the Pod runs
+// with an IP and is Ready) and the etcd process (it bootstraps, joins or stops in the fake).
+func (w *world) tick(ctx context.Context) error {
+	var clusters etcdv1alpha2.EtcdClusterList
+	if err := k8s.List(ctx, &clusters, client.InNamespace(w.ns)); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range clusters.Items {
+		errs = append(errs, w.tickCluster(ctx, &clusters.Items[i]))
+	}
+	return errors.Join(errs...)
+}
+
+func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) error {
+	f := w.fake(c.Name)
+	members, err := w.members(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{etcdv1alpha2.LabelCluster: c.Name}); err != nil {
+		return err
+	}
+	podOf := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		podOf[pods.Items[i].Name] = &pods.Items[i]
+	}
+	live := map[string]bool{}
+	var errs []error
+	for i := range members {
+		m := &members[i]
+		live[m.Name] = true
+		errs = append(errs, w.tickMember(ctx, c, f, m, podOf[m.Name]))
+	}
+	// Garbage collection of Pods whose member is gone (envtest runs no garbage collector).
+	for name, pod := range podOf {
+		if !live[name] {
+			f.stop("http://" + desired.MemberHost(name, c.Name, c.Namespace) + ":2380")
+			errs = append(errs, client.IgnoreNotFound(k8s.Delete(ctx, pod)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fakeEtcd, m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) error {
+	peer := desired.PeerURL(m)
+	wantPod := m.Spec.InitialCluster != "" && !m.Spec.Dormant && m.DeletionTimestamp.IsZero()
+	switch {
+	case !wantPod && pod != nil:
+		f.stop(peer)
+		if err := client.IgnoreNotFound(k8s.Delete(ctx, pod)); err != nil {
+			return err
+		}
+		pod = nil
+	case wantPod && pod == nil:
+		if err := w.ensurePVC(ctx, c, m); err != nil {
+			return err
+		}
+		created, err := w.runPod(ctx, f, m)
+		if err != nil {
+			return err
+		}
+		pod = created
+	}
+	voter := false
+	if pod != nil {
+		clientURL := membership.ClientURL(pod.Status.PodIP, false)
+		if m.Spec.Bootstrap && c.Status.ClusterID == "" {
+			f.bootstrap(m.Name, peer, clientURL)
+		}
+		f.start(m.Name, peer, clientURL)
+		for _, e := range f.snapshot() {
+			if e.Name == m.Name && !e.IsLearner {
+				voter = true
+			}
+		}
+		if err := w.labelRole(ctx, pod, m.Status.IsVoter); err != nil {
+			return err
+		}
+	}
+	return w.memberStatus(ctx, m, pod, voter)
+}
+
+// runPod creates the member's Pod and makes it Running and Ready with a fresh IP.
+func (w *world) runPod(ctx context.Context, f *fakeEtcd, m *etcdv1alpha2.EtcdMember) (*corev1.Pod, error) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, Labels: desired.MemberLabels(m.Spec.ClusterName, m.Name),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(m, etcdv1alpha2.GroupVersion.WithKind("EtcdMember"))},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "quay.io/coreos/etcd:v" + m.Spec.Version}}},
+	}
+	if err := k8s.Create(ctx, pod); err != nil {
+		return nil, fmt.Errorf("creating Pod %s: %w", m.Name, err)
+	}
+	pod.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: net0.allocate(f),
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+	}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		return nil, fmt.Errorf("starting Pod %s: %w", m.Name, err)
+	}
+	return pod, nil
+}
+
+func (w *world) labelRole(ctx context.Context, pod *corev1.Pod, voter bool) error {
+	has := pod.Labels[etcdv1alpha2.LabelRole] == etcdv1alpha2.RoleVoter
+	if has == voter {
+		return nil
+	}
+	before := pod.DeepCopy()
+	if voter {
+		pod.Labels[etcdv1alpha2.LabelRole] = etcdv1alpha2.RoleVoter
+	} else {
+		delete(pod.Labels, etcdv1alpha2.LabelRole)
+	}
+	return k8s.Patch(ctx, pod, client.MergeFrom(before))
+}
+
+func (w *world) ensurePVC(ctx context.Context, c *etcdv1alpha2.EtcdCluster, m *etcdv1alpha2.EtcdMember) error {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: desired.PVCName(m.Name), Namespace: m.Namespace, Labels: desired.MemberLabels(c.Name, m.Name),
+			Annotations:     map[string]string{etcdv1alpha2.AnnotationMemberUID: string(m.UID)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := k8s.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PVC %s: %w", pvc.Name, err)
+	}
+	return nil
+}
+
+// memberStatus writes the fields the EtcdMember controller owns, only when they change.
+func (w *world) memberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, pod *corev1.Pod, voter bool) error {
+	before := m.DeepCopy()
+	ready, reason := metav1.ConditionFalse, "PodNotReady"
+	switch {
+	case m.Spec.Dormant:
+		reason = "Paused"
+		m.Status.Replicas, m.Status.PodName, m.Status.PodUID = 0, "", ""
+	case pod != nil && !voter:
+		reason = "Learner"
+	case pod != nil:
+		ready, reason = metav1.ConditionTrue, "PodReady"
+	}
+	if pod != nil {
+		m.Status.PodName, m.Status.PodUID, m.Status.Replicas = pod.Name, string(pod.UID), 1
+	}
+	m.Status.PVCName = desired.PVCName(m.Name)
+	m.Status.Selector = etcdv1alpha2.LabelCluster + "=" + m.Spec.ClusterName + "," + etcdv1alpha2.LabelComponent + "=" + m.Name
+	set := func(t string, s metav1.ConditionStatus, r string) {
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: r, Message: r, ObservedGeneration: m.Generation})
+	}
+	set(etcdv1alpha2.ConditionReady, ready, reason)
+	set(etcdv1alpha2.ConditionUpdated, metav1.ConditionTrue, "TemplateCurrent")
+	set(etcdv1alpha2.ConditionHealthy, metav1.ConditionTrue, "Healthy")
+	if equality.Semantic.DeepEqual(before.Status, m.Status) {
+		return nil
+	}
+	return k8s.Status().Patch(ctx, m, client.MergeFrom(before))
+}
+
