@@ -53,10 +53,12 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl for the env
 	@go run ./hack/binaries envtest
 
 .PHONY: test
-test: ## Unit and integration tests against a real kube-apiserver and etcd (builds them on first use).
+test: ## Unit and integration tests against a real kube-apiserver and etcd of every supported minor (built on first use).
 	@assets="$$(go run ./hack/binaries envtest)"; \
+	etcd_dirs="$$(go run ./hack/binaries etcd | paste -sd: -)"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
-	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
+	echo "ETCD_BIN_DIRS=$$etcd_dirs"; \
+	KUBEBUILDER_ASSETS="$$assets" ETCD_BIN_DIRS="$$etcd_dirs" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-race
 test-race: GO_TEST_FLAGS += -race
