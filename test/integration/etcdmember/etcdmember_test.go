@@ -10,9 +10,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -39,8 +42,47 @@ func TestPVCAndPodCreated(t *testing.T) {
 		t.Fatalf("the Pod exists but its PVC does not: %v", err)
 	}
 	m, _ = getMember(t.Context(), m)
+	checkPVC(t, pvc, c, m)
+	checkPod(t, pod, m, pvc)
 
-	// PVC: owned by the cluster (reclaimPolicy Delete), never by the member; member-uid.
+	eventually(t, convergeTimeout, "finalizer and status name the Pod and PVC", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		s := cur.Status
+		wantSel := etcdv1alpha2.LabelCluster + "=" + c.Name + "," + etcdv1alpha2.LabelComponent + "=" + m.Name
+		if !slices.Contains(cur.Finalizers, etcdv1alpha2.FinalizerMemberCleanup) || s.PodName != m.Name || s.PodUID != string(pod.UID) ||
+			s.PVCName != pvc.Name || s.Replicas != 1 || s.Selector != wantSel {
+			return fmt.Errorf("finalizers %v, status %+v", cur.Finalizers, s)
+		}
+		return nil
+	})
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady)
+
+	eventually(t, convergeTimeout, "Events for the PVC and Pod creation", func(ctx context.Context) error {
+		var list eventsv1.EventList
+		if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		got := map[string]bool{}
+		for _, e := range list.Items {
+			got[e.Regarding.Kind+"/"+e.Regarding.Name+"/"+e.Reason] = true
+		}
+		for _, want := range []string{"EtcdMember/" + m.Name + "/" + etcdmember.EventPVCCreated, "EtcdMember/" + m.Name + "/" + etcdmember.EventPodCreated,
+			"EtcdCluster/" + c.Name + "/" + etcdmember.EventPodCreated} {
+			if !got[want] {
+				return fmt.Errorf("no Event %s among %v", want, got)
+			}
+		}
+		return nil
+	})
+}
+
+// checkPVC asserts a freshly created member PVC: owned by the cluster (reclaimPolicy Delete),
+// never by the member, with member-uid and the member labels.
+func checkPVC(t *testing.T, pvc *corev1.PersistentVolumeClaim, c *etcdv1alpha2.EtcdCluster, m *etcdv1alpha2.EtcdMember) {
+	t.Helper()
 	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.Kind != "EtcdCluster" || ref.UID != c.UID || len(pvc.OwnerReferences) != 1 {
 		t.Errorf("PVC owner references = %+v, want only the EtcdCluster as controller", pvc.OwnerReferences)
 	}
@@ -50,8 +92,12 @@ func TestPVCAndPodCreated(t *testing.T) {
 	if pvc.Labels[etcdv1alpha2.LabelComponent] != m.Name || pvc.Labels[etcdv1alpha2.LabelCluster] != c.Name || pvc.Labels["team"] != "storage" {
 		t.Errorf("PVC labels = %v", pvc.Labels)
 	}
+}
 
-	// Pod: controlled by the member, labelled, built from the member with the seed's state.
+// checkPod asserts a freshly created seed Pod: controlled by the member, labelled, built from
+// the member with the seed's initial cluster state, mounting the PVC.
+func checkPod(t *testing.T, pod *corev1.Pod, m *etcdv1alpha2.EtcdMember, pvc *corev1.PersistentVolumeClaim) {
+	t.Helper()
 	if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "EtcdMember" || ref.UID != m.UID {
 		t.Errorf("Pod controller = %+v, want EtcdMember %s", ref, m.UID)
 	}
@@ -75,48 +121,73 @@ func TestPVCAndPodCreated(t *testing.T) {
 	if pod.Spec.Volumes[0].PersistentVolumeClaim == nil || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != pvc.Name {
 		t.Errorf("data volume = %+v, want PVC %s", pod.Spec.Volumes[0], pvc.Name)
 	}
+}
 
-	// Finalizer and status.
-	eventually(t, convergeTimeout, "status names the Pod and PVC", func(ctx context.Context) error {
-		cur, err := getMember(ctx, m)
-		if err != nil {
-			return err
-		}
-		s := cur.Status
-		wantSel := etcdv1alpha2.LabelCluster + "=" + c.Name + "," + etcdv1alpha2.LabelComponent + "=" + m.Name
-		if !slices.Contains(cur.Finalizers, etcdv1alpha2.FinalizerMemberCleanup) || s.PodName != m.Name || s.PodUID != string(pod.UID) ||
-			s.PVCName != pvc.Name || s.Replicas != 1 || s.Selector != wantSel {
-			return fmt.Errorf("finalizers %v, status %+v", cur.Finalizers, s)
-		}
-		return nil
-	})
-	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady)
+func TestReadyAndRoleFollowEtcd(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	pod := waitPod(t, m)
 
-	// The kubelet starts it; the cluster controller learns its ID; it is a voter.
+	// The kubelet starts it; the cluster controller learns its ID; it is promoted.
 	markPodRunning(t, pod, "10.0.0.1", true)
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonDiscoveringMemberID)
 	setMemberStatus(t, m, "a1", false)
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonLearner)
 	setMemberStatus(t, m, "a1", true)
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
-	eventually(t, convergeTimeout, "role=voter follows isVoter", func(ctx context.Context) error {
+	waitRoleLabel(t, m, true)
+	waitCondition(t, m, etcdv1alpha2.ConditionUpdated, metav1.ConditionTrue, etcdmember.ReasonTemplateCurrent)
+
+	// No longer a voter in etcd's list: the label goes, so the client Service and the PDB drop it.
+	setMemberStatus(t, m, "a1", false)
+	waitRoleLabel(t, m, false)
+
+	// An authorised template the Pod does not run is reported, not acted on.
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[etcdv1alpha2.AnnotationTemplateHash] = "0000000000"
+	})
+	waitCondition(t, m, etcdv1alpha2.ConditionUpdated, metav1.ConditionFalse, etcdmember.ReasonRestartPending)
+	if p, err := getPod(t.Context(), m); err != nil || p.UID != pod.UID {
+		t.Errorf("the Pod was replaced after a hash change: %v", err)
+	}
+}
+
+// waitRoleLabel waits until the member's Pod has (or lacks) role=voter.
+func waitRoleLabel(t *testing.T, m *etcdv1alpha2.EtcdMember, voter bool) {
+	t.Helper()
+	eventually(t, convergeTimeout, fmt.Sprintf("role=voter present=%v", voter), func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
 		}
-		if p.Labels[etcdv1alpha2.LabelRole] != etcdv1alpha2.RoleVoter {
+		if (p.Labels[etcdv1alpha2.LabelRole] == etcdv1alpha2.RoleVoter) != voter {
 			return fmt.Errorf("labels %v", p.Labels)
 		}
 		return nil
 	})
-	waitCondition(t, m, etcdv1alpha2.ConditionUpdated, metav1.ConditionTrue, etcdmember.ReasonTemplateCurrent)
+}
 
-	// additionalMetadata changes reach the Pod and PVC in place; the Pod is not replaced.
+func TestAdditionalMetadataInPlace(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) {
+		m.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{
+			Labels: map[string]string{"team": "storage"}, Annotations: map[string]string{"note": "n1"},
+		}
+	})
+	pod := waitPod(t, m)
 	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
 		m.Spec.AdditionalMetadata.Labels["team"] = "platform"
+		m.Spec.AdditionalMetadata.Labels[etcdv1alpha2.LabelComponent] = "spoof"
 		m.Spec.AdditionalMetadata.Annotations["extra"] = "e1"
 	})
-	eventually(t, convergeTimeout, "additionalMetadata in place", func(ctx context.Context) error {
+	eventually(t, convergeTimeout, "additionalMetadata in place on Pod and PVC", func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -131,33 +202,11 @@ func TestPVCAndPodCreated(t *testing.T) {
 		if p.Labels["team"] != "platform" || p.Annotations["extra"] != "e1" || v.Labels["team"] != "platform" || v.Annotations["extra"] != "e1" {
 			return fmt.Errorf("Pod %v %v, PVC %v %v", p.Labels, p.Annotations, v.Labels, v.Annotations)
 		}
-		return nil
-	})
-
-	// Demoted (as after a failed promotion bookkeeping or a re-add): the label goes away.
-	setMemberStatus(t, m, "a1", false)
-	eventually(t, convergeTimeout, "role=voter removed from a learner", func(ctx context.Context) error {
-		p, err := getPod(ctx, m)
-		if err != nil {
-			return err
-		}
-		if _, ok := p.Labels[etcdv1alpha2.LabelRole]; ok {
-			return fmt.Errorf("labels %v", p.Labels)
+		if p.Labels[etcdv1alpha2.LabelComponent] != m.Name {
+			return fmt.Errorf("the operator's label lost to additionalMetadata: %v", p.Labels)
 		}
 		return nil
 	})
-
-	// An authorised template the Pod does not run is reported, not acted on.
-	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[etcdv1alpha2.AnnotationTemplateHash] = "0000000000"
-	})
-	waitCondition(t, m, etcdv1alpha2.ConditionUpdated, metav1.ConditionFalse, etcdmember.ReasonRestartPending)
-	if p, err := getPod(t.Context(), m); err != nil || p.UID != pod.UID {
-		t.Errorf("the Pod was touched after a hash change: %v", err)
-	}
 }
 
 func TestNoPodWhileInitialClusterEmpty(t *testing.T) {
@@ -176,7 +225,7 @@ func TestNoPodWhileInitialClusterEmpty(t *testing.T) {
 	}
 	consistently(t, steadyWindow, "no Pod while initialCluster is empty", func(ctx context.Context) error {
 		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Pod lookup: %v", err)
+			return fmt.Errorf("Pod lookup: %w", err)
 		}
 		return nil
 	})
@@ -221,10 +270,10 @@ func TestDormantDeletesPodKeepsPVC(t *testing.T) {
 	consistently(t, steadyWindow, "PVC kept and no Pod while dormant", func(ctx context.Context) error {
 		v, err := getPVC(ctx, m)
 		if err != nil || v.UID != pvc.UID {
-			return fmt.Errorf("PVC: %v", err)
+			return fmt.Errorf("PVC: %w", err)
 		}
 		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Pod lookup: %v", err)
+			return fmt.Errorf("Pod lookup: %w", err)
 		}
 		return nil
 	})
@@ -473,4 +522,74 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	if n := etcd.getsOf(ns, c.Name); n != 0 {
 		t.Errorf("idle passes asked for an etcd client %d times", n)
 	}
+}
+
+func TestFailedPodRecreatedFromPVC(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	pod := waitPod(t, m)
+	pvc, err := getPVC(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Evicted: the kubelet marks the Pod Failed.
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.Reason = "Evicted"
+	if err := k8sClient.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, convergeTimeout, "a new Pod replaces the Failed one", func(ctx context.Context) error {
+		p, err := getPod(ctx, m)
+		if err != nil {
+			return err
+		}
+		if p.UID == pod.UID {
+			return errors.New("still the Failed Pod")
+		}
+		return nil
+	})
+	if v, err := getPVC(t.Context(), m); err != nil || v.UID != pvc.UID {
+		t.Errorf("the PVC changed across the Pod's recreation: %v", err)
+	}
+}
+
+func TestMemoryMemberPodNotRecreated(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) {
+		m.Spec.Storage.Medium = etcdv1alpha2.StorageMediumMemory
+		m.Spec.Storage.Size = ptr.To(resource.MustParse("256Mi"))
+	})
+	pod := waitPod(t, m)
+	if pod.Spec.Volumes[0].EmptyDir == nil || pod.Spec.Volumes[0].EmptyDir.Medium != corev1.StorageMediumMemory {
+		t.Errorf("data volume = %+v, want a Memory emptyDir", pod.Spec.Volumes[0])
+	}
+	if _, err := getPVC(t.Context(), m); !apierrors.IsNotFound(err) {
+		t.Errorf("a Memory member got a PVC: %v", err)
+	}
+	eventually(t, convergeTimeout, "status records the Pod", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		if cur.Status.PodUID != string(pod.UID) {
+			return fmt.Errorf("podUID %q", cur.Status.PodUID)
+		}
+		return nil
+	})
+
+	if err := k8sClient.Delete(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, etcdmember.ReasonDataLost)
+	consistently(t, steadyWindow, "a Memory member's lost Pod is not recreated", func(ctx context.Context) error {
+		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Pod lookup: %w", err)
+		}
+		return nil
+	})
 }
