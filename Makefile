@@ -40,7 +40,7 @@ fmt: ## Format Go code.
 
 .PHONY: lint
 lint: ## Run golangci-lint (pinned in hack/tools/go.mod, linters listed in .golangci.yml).
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 .PHONY: verify
 verify: ## Fail on stale generated files, an untidy go.mod, or lint findings.
