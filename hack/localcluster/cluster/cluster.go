@@ -245,6 +245,8 @@ func (c *Cluster) Down(ctx context.Context) error {
 	errs = append(errs, c.forEachNode(func(n Node) error {
 		return errors.Join(l.stop(ctx, kubeletComponent(n), 10*time.Second), c.stopRuntime(ctx, n, true))
 	}))
+	// After the kubelets stopped, or they would recreate their chains.
+	errs = append(errs, removeKubeChains(ctx))
 	errs = append(errs, l.stop(ctx, apiServerName, 20*time.Second))
 	errs = append(errs, l.stop(ctx, etcdName, 10*time.Second))
 	errs = append(errs, c.killShims(ctx))

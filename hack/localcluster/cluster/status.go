@@ -197,14 +197,16 @@ func (c *Cluster) Leftovers(ctx context.Context) ([]string, error) {
 	for _, l := range links {
 		left = append(left, "link "+l)
 	}
-	for _, table := range []string{"filter", "nat", "mangle"} {
-		out, err := runTool(ctx, "iptables-save", "-t", table)
-		if err != nil {
-			return nil, err
-		}
-		for _, line := range strings.Split(out, "\n") {
-			if strings.Contains(line, "KUBE-") || strings.Contains(line, "etcd-operator local cluster") || strings.Contains(line, PodCIDR) {
-				left = append(left, "iptables "+table+": "+line)
+	for _, family := range []string{"iptables", "ip6tables"} {
+		for _, table := range iptablesTables {
+			out, err := runTool(ctx, family+"-save", "-t", table)
+			if err != nil {
+				return nil, err
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "KUBE-") || strings.Contains(line, "etcd-operator local cluster") || strings.Contains(line, PodCIDR) {
+					left = append(left, family+" "+table+": "+line)
+				}
 			}
 		}
 	}
@@ -233,6 +235,9 @@ func (c *Cluster) Leftovers(ctx context.Context) ([]string, error) {
 	}
 	for _, ns := range netns {
 		left = append(left, "netns "+ns)
+	}
+	if _, err := os.Stat(c.layout.sysctlsSaved()); err == nil {
+		left = append(left, "sysctls not restored (saved in "+c.layout.sysctlsSaved()+")")
 	}
 	sort.Strings(left)
 	return left, nil
