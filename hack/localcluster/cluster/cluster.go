@@ -139,6 +139,11 @@ func (c *Cluster) resolveBinaries(ctx context.Context) error {
 // CoreDNS answers. Running it on a cluster that is up changes nothing and starts only
 // components that died.
 func (c *Cluster) Up(ctx context.Context) error {
+	unlock, err := c.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	start := time.Now()
 	var archives []string
 	steps := []struct {
@@ -233,6 +238,11 @@ func (c *Cluster) startRest(ctx context.Context) error {
 // and network namespaces, restores the sysctls it changed and deletes its state. Images
 // imported into the nodes' containerd stay cached for the next up; logs stay for post-mortems.
 func (c *Cluster) Down(ctx context.Context) error {
+	unlock, err := c.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	start := time.Now()
 	var errs []error
 	l := c.layout

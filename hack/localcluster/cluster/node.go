@@ -218,6 +218,11 @@ func (c *Cluster) StopNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	unlock, err := c.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := c.layout.stop(ctx, kubeletComponent(n), 0); err != nil {
 		return err
 	}
@@ -231,6 +236,11 @@ func (c *Cluster) StartNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	unlock, err := c.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if c.kubeDir == "" {
 		// Cached after the first up: this only checks the stamps.
 		if c.kubeDir, err = c.builder.Kubernetes(ctx); err != nil {
