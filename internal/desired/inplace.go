@@ -9,14 +9,20 @@ import (
 
 // MemberPodLabels are the labels a member's Pod carries: the member labels, role=voter while the
 // member is a voter, and the member's additionalMetadata labels underneath them (reserved keys
-// dropped, the operator's keys winning). They are what Pod renders, and what the member
-// controller keeps on an existing Pod in place, without restarting it.
+// dropped, the operator's keys winning). They are what Pod renders: OperatorPodLabels plus
+// AdditionalLabels.
 func MemberPodLabels(member *etcdv1alpha2.EtcdMember) map[string]string {
+	return mergeMetadata(additionalLabels(member.Spec.AdditionalMetadata), OperatorPodLabels(member))
+}
+
+// OperatorPodLabels are the labels of a member's Pod that the operator itself decides: the
+// member labels and, while the member is a voter, role=voter.
+func OperatorPodLabels(member *etcdv1alpha2.EtcdMember) map[string]string {
 	labels := MemberLabels(member.Spec.ClusterName, member.Name)
 	if member.Status.IsVoter {
 		labels[etcdv1alpha2.LabelRole] = etcdv1alpha2.RoleVoter
 	}
-	return mergeMetadata(additionalLabels(member.Spec.AdditionalMetadata), labels)
+	return labels
 }
 
 // MemberPVCLabels are the labels a member's PVC carries: the member labels over its
@@ -25,8 +31,26 @@ func MemberPVCLabels(member *etcdv1alpha2.EtcdMember) map[string]string {
 	return mergeMetadata(additionalLabels(member.Spec.AdditionalMetadata), MemberLabels(member.Spec.ClusterName, member.Name))
 }
 
+// AdditionalLabels are the member's additionalMetadata labels that actually reach its Pod and
+// PVC: reserved keys and keys the operator sets itself (the member labels, role) dropped. The
+// member controller keeps them in place, and removes them again when they leave the spec.
+func AdditionalLabels(member *etcdv1alpha2.EtcdMember) map[string]string {
+	out := map[string]string{}
+	own := MemberLabels(member.Spec.ClusterName, member.Name)
+	for k, v := range additionalLabels(member.Spec.AdditionalMetadata) {
+		if _, taken := own[k]; !taken && !isReserved(k) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // AdditionalAnnotations are the member's additionalMetadata annotations with reserved keys
-// dropped: what the member controller keeps on an existing Pod or PVC in place. The operator's
+// dropped: what the member controller keeps on an existing Pod or PVC in place (and removes when
+// they leave the spec). The operator's
 // own annotations (template-hash on the Pod, member-uid on the PVC) are deliberately not part of
 // it: they record facts about the object (what it was built from, whom it belongs to) and are
 // written only when the object is created or, for member-uid, re-adopted.

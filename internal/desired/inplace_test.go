@@ -84,3 +84,32 @@ func TestCADigest(t *testing.T) {
 		t.Errorf("CADigest = %q, want sha256:<64 hex digits>", a)
 	}
 }
+
+// Operator labels and additional labels partition what Pod renders: no key is in both, and
+// together they are the rendered labels.
+func TestPodLabelsPartition(t *testing.T) {
+	t.Parallel()
+	md := &etcdv1alpha2.AdditionalMetadata{Labels: map[string]string{
+		"team": "a", etcdv1alpha2.LabelComponent: "spoof", etcdv1alpha2.LabelRole: "spoof", etcdv1alpha2.ReservedPrefix + "x": "y",
+	}}
+	for _, voter := range []bool{false, true} {
+		m := inPlaceMember(voter, md)
+		own, extra := OperatorPodLabels(m), AdditionalLabels(m)
+		union := maps.Clone(own)
+		for k, v := range extra {
+			if _, dup := own[k]; dup {
+				t.Errorf("voter=%v: label %s is both the operator's and additional", voter, k)
+			}
+			union[k] = v
+		}
+		if diff := cmp.Diff(Pod(m, Inputs{State: ClusterStateExisting}).Labels, union); diff != "" {
+			t.Errorf("voter=%v: operator+additional labels differ from the Pod's (-pod +union):\n%s", voter, diff)
+		}
+		if diff := cmp.Diff(map[string]string{"team": "a"}, extra); diff != "" {
+			t.Errorf("AdditionalLabels (-want +got):\n%s", diff)
+		}
+	}
+	if got := AdditionalLabels(inPlaceMember(true, nil)); got != nil {
+		t.Errorf("AdditionalLabels without metadata = %v, want nil", got)
+	}
+}

@@ -2,7 +2,6 @@ package etcdmember
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -66,7 +65,7 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, erro
 			sc.notes.podBlocked = fmt.Sprintf("PVC %s is being deleted", name)
 			return stepResult{stop: true, reason: "PVC terminating"}, nil
 		}
-		return proceed, r.patchMetadata(ctx, sc.pvc, desired.MemberPVCLabels(m), desired.AdditionalAnnotations(m), nil)
+		return proceed, r.keepMetadata(ctx, sc.pvc, pvcGVK, desired.MemberLabels(m.Spec.ClusterName, m.Name), nil, m)
 	}
 
 	// No PVC. Its ownership follows the parent's reclaimPolicy, so the parent must be known;
@@ -79,14 +78,18 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, erro
 		sc.notes.podBlocked = "the parent EtcdCluster is " + sc.parentState.String()
 		return stepResult{stop: true, reason: "parent " + sc.parentState.String()}, nil
 	}
+	// Created with the operator's metadata only; additionalMetadata is applied next under its
+	// own field manager, so that keys later dropped from the spec can be removed again.
 	pvc := desired.PVC(m, sc.parent)
+	pvc.Labels = desired.MemberLabels(m.Spec.ClusterName, m.Name)
+	pvc.Annotations = map[string]string{etcdv1alpha2.AnnotationMemberUID: string(m.UID)}
 	if err := r.client.Create(ctx, pvc); err != nil {
 		return stepResult{}, fmt.Errorf("creating PVC %s: %w", name, err)
 	}
 	logf.FromContext(ctx).Info("Created PVC", "pvc", name)
 	r.event(sc, corev1.EventTypeNormal, EventPVCCreated, actionCreate, "Created PVC %s for member %s", name, m.Name)
 	sc.pvc, sc.pvcOwned = pvc, true
-	return proceed, nil
+	return proceed, r.applyAdditionalMetadata(ctx, pvc, pvcGVK, m)
 }
 
 // ensurePod makes the member's Pod match its lifecycle: none while dormant or while
@@ -115,7 +118,7 @@ func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (stepResult, erro
 			// Failed Pod is left for the EtcdCluster controller to replace.
 			return r.deletePod(ctx, sc, "Pod failed ("+pod.Status.Reason+"); it is recreated from PVC "+desired.PVCName(m.Name))
 		}
-		return proceed, r.patchMetadata(ctx, pod, desired.MemberPodLabels(m), desired.AdditionalAnnotations(m), podRemovableLabels(m))
+		return proceed, r.keepMetadata(ctx, pod, podGVK, desired.OperatorPodLabels(m), podRemovableLabels(m), m)
 	}
 
 	if m.Spec.Dormant || m.Spec.InitialCluster == "" {
@@ -164,6 +167,9 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 	}
 
 	pod := desired.Pod(m, desired.Inputs{ImageRepository: r.imageRepository, State: state, CADigests: ca})
+	// As for the PVC: the operator's metadata at creation, additionalMetadata applied next.
+	pod.Labels = desired.OperatorPodLabels(m)
+	pod.Annotations = map[string]string{etcdv1alpha2.AnnotationTemplateHash: pod.Annotations[etcdv1alpha2.AnnotationTemplateHash]}
 	if err := r.client.Create(ctx, pod); err != nil {
 		return stepResult{}, fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	}
@@ -174,7 +180,7 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 	}
 	logf.FromContext(ctx).Info(verb+" Pod", "pod", pod.Name, "initialClusterState", state)
 	r.event(sc, corev1.EventTypeNormal, reason, actionCreate, "%s Pod %s for member %s (initial cluster state %s)", verb, pod.Name, m.Name, state)
-	return proceed, nil
+	return proceed, r.applyAdditionalMetadata(ctx, pod, podGVK, m)
 }
 
 // deletePod deletes the member's Pod gracefully, preconditioned on its UID so that a Pod
@@ -189,69 +195,6 @@ func (r *Reconciler) deletePod(ctx context.Context, sc *scope, why string) (step
 	r.event(sc, corev1.EventTypeNormal, EventPodDeleted, actionDelete, "Deleted Pod %s of member %s: %s", pod.Name, sc.member.Name, why)
 	sc.pod = nil
 	return stepResult{stop: true, reason: "Pod deleted"}, nil
-}
-
-// podRemovableLabels are operator labels that must disappear from the Pod when the member no
-// longer qualifies for them: role=voter from a member that is not (or no longer) a voter.
-func podRemovableLabels(m *etcdv1alpha2.EtcdMember) []string {
-	if m.Status.IsVoter {
-		return nil
-	}
-	return []string{etcdv1alpha2.LabelRole}
-}
-
-// metadataPatch returns the merge patch that sets labels and annotations on obj and removes the
-// labels in remove, or nil when obj already matches. Keys obj has but the maps do not are left
-// alone: they may belong to other controllers or to people.
-func metadataPatch(obj metav1.Object, labels, annotations map[string]string, remove []string) map[string]any {
-	l := map[string]any{}
-	for k, v := range labels {
-		if cur, ok := obj.GetLabels()[k]; !ok || cur != v {
-			l[k] = v
-		}
-	}
-	for _, k := range remove {
-		if _, ok := obj.GetLabels()[k]; ok {
-			if _, keep := labels[k]; !keep {
-				l[k] = nil
-			}
-		}
-	}
-	a := map[string]any{}
-	for k, v := range annotations {
-		if cur, ok := obj.GetAnnotations()[k]; !ok || cur != v {
-			a[k] = v
-		}
-	}
-	if len(l) == 0 && len(a) == 0 {
-		return nil
-	}
-	md := map[string]any{}
-	if len(l) > 0 {
-		md["labels"] = l
-	}
-	if len(a) > 0 {
-		md["annotations"] = a
-	}
-	return map[string]any{"metadata": md}
-}
-
-// patchMetadata applies metadataPatch to obj, preconditioned on its UID, and writes nothing when
-// there is nothing to change.
-func (r *Reconciler) patchMetadata(ctx context.Context, obj client.Object, labels, annotations map[string]string, remove []string) error {
-	p := metadataPatch(obj, labels, annotations, remove)
-	if p == nil {
-		return nil
-	}
-	p["metadata"].(map[string]any)["uid"] = string(obj.GetUID())
-	data, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("encoding a metadata patch: %w", err)
-	}
-	if err := r.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("updating labels and annotations of %s: %w", obj.GetName(), err)
-	}
-	return nil
 }
 
 // caDigests reads the CA bundles of the TLS Secrets the member mounts (uncached, by name). It

@@ -207,6 +207,51 @@ func TestAdditionalMetadataInPlace(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Someone else labels the Pod; then keys leave the spec. The operator removes exactly the
+	// keys it had applied.
+	cur, err := getPod(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Patch(t.Context(), cur, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"someone":"else"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
+		m.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Annotations: map[string]string{"extra": "e1"}}
+	})
+	eventually(t, convergeTimeout, "keys dropped from additionalMetadata disappear", func(ctx context.Context) error {
+		return droppedMetadataGone(ctx, m)
+	})
+}
+
+// droppedMetadataGone checks TestAdditionalMetadataInPlace's end state: label team and annotation
+// note gone from Pod and PVC, annotation extra kept, and the keys the operator never applied
+// (someone's label, the operator's own) untouched.
+func droppedMetadataGone(ctx context.Context, m *etcdv1alpha2.EtcdMember) error {
+	p, err := getPod(ctx, m)
+	if err != nil {
+		return err
+	}
+	v, err := getPVC(ctx, m)
+	if err != nil {
+		return err
+	}
+	for _, obj := range []metav1.Object{p, v} {
+		if _, ok := obj.GetLabels()["team"]; ok {
+			return fmt.Errorf("%s still has label team: %v", obj.GetName(), obj.GetLabels())
+		}
+		if _, ok := obj.GetAnnotations()["note"]; ok {
+			return fmt.Errorf("%s still has annotation note: %v", obj.GetName(), obj.GetAnnotations())
+		}
+		if obj.GetAnnotations()["extra"] != "e1" {
+			return fmt.Errorf("%s lost annotation extra: %v", obj.GetName(), obj.GetAnnotations())
+		}
+	}
+	if p.Labels["someone"] != "else" || p.Labels[etcdv1alpha2.LabelComponent] != m.Name || p.Annotations[etcdv1alpha2.AnnotationTemplateHash] == "" {
+		return fmt.Errorf("keys the operator did not apply were touched: %v %v", p.Labels, p.Annotations)
+	}
+	return nil
 }
 
 func TestNoPodWhileInitialClusterEmpty(t *testing.T) {
@@ -468,10 +513,41 @@ func TestIdlePassWritesNothing(t *testing.T) {
 		return nil
 	})
 
+	// The running controller is quiet: no object it writes changes any more.
+	rvs := func(ctx context.Context) (string, error) {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return "", err
+		}
+		p, err := getPod(ctx, m)
+		if err != nil {
+			return "", err
+		}
+		v, err := getPVC(ctx, m)
+		if err != nil {
+			return "", err
+		}
+		return cur.ResourceVersion + "/" + p.ResourceVersion + "/" + v.ResourceVersion, nil
+	}
+	before, err := rvs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	consistently(t, steadyWindow, "resourceVersions stay put", func(ctx context.Context) error {
+		now, err := rvs(ctx)
+		if err != nil {
+			return err
+		}
+		if now != before {
+			return fmt.Errorf("member/Pod/PVC resourceVersions went from %s to %s", before, now)
+		}
+		return nil
+	})
+
 	// A second reconciler over the same, converged world, with every write counted.
 	var writes atomic.Int64
 	var written []string
-	count := func(what string, obj runtime.Object) {
+	count := func(what string, obj any) {
 		writes.Add(1)
 		written = append(written, fmt.Sprintf("%s %T", what, obj))
 	}
@@ -499,6 +575,10 @@ func TestIdlePassWritesNothing(t *testing.T) {
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			count("update "+sub, obj)
 			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			count("apply", obj)
+			return c.Apply(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			count("patch "+sub, obj)
