@@ -120,7 +120,7 @@ func NewSuite(ctx context.Context, getenv func(string) string) (*Suite, error) {
 		Discovery:    kube.Discovery(),
 		ArtifactsDir: ArtifactsDir(getenv, wd),
 		Timing:       timing.NewRecorder(),
-		Cluster:      clusterFaults(),
+		Cluster:      clusterFaults(kube),
 		Labels:       ParseLabelFilter(getenv(EnvLabels)),
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
