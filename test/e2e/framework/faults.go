@@ -4,8 +4,9 @@ import "context"
 
 // Faults that need the local cluster tool rather than the Kubernetes API. The tool owns the
 // nodes' kubelets, container runtimes and host paths; the framework reaches them through these
-// small interfaces so that tests do not depend on how the tool is built, and a test that needs
-// one skips when Suite.Cluster does not provide it (see RequireNodeFaults and friends).
+// small interfaces (implemented in cluster_faults.go) so that tests do not depend on how the
+// tool is built, and a test that needs one skips when Suite.Cluster does not provide it (see
+// RequireNodeFaults and friends).
 
 // NodeFaults stops and starts whole nodes.
 type NodeFaults interface {
