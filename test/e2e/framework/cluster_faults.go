@@ -115,8 +115,11 @@ func (v *volumeFaults) CorruptDataDir(ctx context.Context, namespace, pod, mount
 		}
 		return err
 	})
+	if walkErr != nil && !errors.Is(walkErr, errFound) {
+		return fmt.Errorf("corrupting %s/%s: searching %s: %w", namespace, pod, dir, walkErr)
+	}
 	if db == "" {
-		return fmt.Errorf("corrupting %s/%s: no etcd db file under %s (%v)", namespace, pod, dir, walkErr)
+		return fmt.Errorf("corrupting %s/%s: no etcd db file under %s", namespace, pod, dir)
 	}
 	f, err := os.OpenFile(db, os.O_WRONLY, 0)
 	if err != nil {
