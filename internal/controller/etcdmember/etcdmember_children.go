@@ -55,8 +55,7 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, erro
 	name := desired.PVCName(m.Name)
 	switch {
 	case sc.pvc != nil && !sc.pvcOwned:
-		msg := fmt.Sprintf("PVC %s belongs to %s, not to this member (UID %s); the operator neither adopts nor deletes it",
-			name, describePVCOwner(sc.pvc, m), m.UID)
+		msg := pvcConflict(sc.pvc, m)
 		sc.notes.conflict = msg
 		r.conflictEvent(ctx, sc, msg)
 		return stepResult{stop: true, reason: "foreign PVC"}, nil
@@ -84,6 +83,9 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, erro
 	pvc.Labels = desired.MemberLabels(m.Spec.ClusterName, m.Name)
 	pvc.Annotations = map[string]string{etcdv1alpha2.AnnotationMemberUID: string(m.UID)}
 	if err := r.client.Create(ctx, pvc); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return r.nameTaken(ctx, sc, &corev1.PersistentVolumeClaim{}, name)
+		}
 		return stepResult{}, fmt.Errorf("creating PVC %s: %w", name, err)
 	}
 	logf.FromContext(ctx).Info("Created PVC", "pvc", name)
@@ -98,8 +100,7 @@ func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (stepResult, erro
 	m := sc.member
 	pod := sc.pod
 	if pod != nil && !sc.podOwned {
-		msg := fmt.Sprintf("Pod %s is controlled by %s, not by this member (UID %s); the operator neither adopts nor deletes it",
-			pod.Name, describeController(pod), m.UID)
+		msg := podConflict(pod, m)
 		sc.notes.conflict = msg
 		r.conflictEvent(ctx, sc, msg)
 		return stepResult{stop: true, reason: "foreign Pod"}, nil
@@ -171,6 +172,9 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 	pod.Labels = desired.OperatorPodLabels(m)
 	pod.Annotations = map[string]string{etcdv1alpha2.AnnotationTemplateHash: pod.Annotations[etcdv1alpha2.AnnotationTemplateHash]}
 	if err := r.client.Create(ctx, pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return r.nameTaken(ctx, sc, &corev1.Pod{}, pod.Name)
+		}
 		return stepResult{}, fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	}
 	sc.pod, sc.podOwned = pod, true
@@ -181,6 +185,37 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 	logf.FromContext(ctx).Info(verb+" Pod", "pod", pod.Name, "initialClusterState", state)
 	r.event(sc, corev1.EventTypeNormal, reason, actionCreate, "%s Pod %s for member %s (initial cluster state %s)", verb, pod.Name, m.Name, state)
 	return proceed, r.applyAdditionalMetadata(ctx, pod, podGVK, m)
+}
+
+// nameTaken handles a create refused with AlreadyExists although the cache showed no object of
+// that name. Read live, the object is either the member's own (the cache lags: look again
+// shortly) or someone else's that the cache does not show, for instance because it is filtered
+// by labels: that one is refused like any foreign object, without retrying in a hot loop.
+func (r *Reconciler) nameTaken(ctx context.Context, sc *scope, obj client.Object, name string) (stepResult, error) {
+	m := sc.member
+	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return stepResult{requeueAfter: conflictRetry, reason: "name freed meanwhile"}, nil
+	case err != nil:
+		return stepResult{}, fmt.Errorf("reading %s: %w", name, err)
+	}
+	var msg string
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if podOwnedBy(o, m) {
+			return stepResult{requeueAfter: conflictRetry, reason: "cache lags"}, nil
+		}
+		msg = podConflict(o, m)
+	case *corev1.PersistentVolumeClaim:
+		if pvcOwnedBy(o, m) {
+			return stepResult{requeueAfter: conflictRetry, reason: "cache lags"}, nil
+		}
+		msg = pvcConflict(o, m)
+	}
+	sc.notes.conflict = msg
+	r.conflictEvent(ctx, sc, msg)
+	return stepResult{stop: true, reason: "name taken by a foreign object"}, nil
 }
 
 // deletePod deletes the member's Pod gracefully, preconditioned on its UID so that a Pod
@@ -239,6 +274,18 @@ func (r *Reconciler) conflictEvent(ctx context.Context, sc *scope, msg string) {
 	}
 	logf.FromContext(ctx).Info("Refusing a foreign object", "reason", msg)
 	r.event(sc, corev1.EventTypeWarning, EventOwnershipConflict, actionRefuse, "%s", msg)
+}
+
+// podConflict is the message of a Pod named like the member that the member does not control.
+func podConflict(pod *corev1.Pod, m *etcdv1alpha2.EtcdMember) string {
+	return fmt.Sprintf("Pod %s is controlled by %s, not by this member (UID %s); the operator neither adopts nor deletes it",
+		pod.Name, describeController(pod), m.UID)
+}
+
+// pvcConflict is the message of a PVC named like the member's that belongs to someone else.
+func pvcConflict(pvc *corev1.PersistentVolumeClaim, m *etcdv1alpha2.EtcdMember) string {
+	return fmt.Sprintf("PVC %s belongs to %s, not to this member (UID %s); the operator neither adopts nor deletes it",
+		pvc.Name, describePVCOwner(pvc, m), m.UID)
 }
 
 // describeController names obj's controller for a message.
