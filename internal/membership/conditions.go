@@ -39,7 +39,12 @@ type Counts struct {
 func Count(s *Scope) Counts {
 	var c Counts
 	if s.Etcd.Known {
-		c.Voters = len(s.Voters())
+		for _, e := range s.Voters() {
+			// A dormant member stays in etcd's list but has no Pod: it protects nothing.
+			if m, ok := s.MemberOf(e); !ok || !m.Dormant {
+				c.Voters++
+			}
+		}
 	}
 	for _, m := range s.Members {
 		if m.Unhealthy {
@@ -101,9 +106,11 @@ func cond(t string, st metav1.ConditionStatus, reason, msg string, gen int64) me
 	return metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen}
 }
 
-// quorumLost reports Ready voters below q(max(voters, target)) with at least one voter not Ready.
+// quorumLost reports Ready voters below q(max(voters, target)) with at least one running voter
+// not Ready. A cluster still forming is Bootstrapping or BelowTargetQuorum instead: its newest
+// voter is not Ready yet by construction.
 func quorumLost(s *Scope, c Counts) bool {
-	return s.ClusterID != "" && c.Voters > 0 && c.ReadyVoters < c.Voters &&
+	return s.ClusterID != "" && !s.Bootstrapping && c.Voters > 0 && len(notReadyVoters(s)) > 0 &&
 		c.ReadyVoters < quorum.AvailableQuorum(c.Voters, int(s.Target))
 }
 

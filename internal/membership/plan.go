@@ -21,6 +21,10 @@ func Next(s Scope) Action {
 	if s.Target == 0 && len(s.Running()) == 0 {
 		return Action{Kind: KindNone, Reason: ReasonPaused, Message: pausedMessage(&s)}
 	}
+	// A paused cluster has no running member to answer MemberList: waking needs no etcd.
+	if a, ok := wake(&s); ok {
+		return a
+	}
 	if !s.Etcd.Known {
 		return Action{Kind: KindWait, Reason: progressReason(&s, ReasonScalingUp),
 			Message: "waiting for etcd to answer MemberList", RequeueAfter: MembershipPoll}
@@ -217,17 +221,25 @@ func scaleUp(s *Scope) (Action, bool) {
 		return Action{Kind: KindWait, Reason: progressReason(s, ReasonScalingUp), RequeueAfter: MembershipPoll,
 			Message: "waiting for a member being removed to be gone"}, true
 	}
+	a := Action{Kind: KindCreateMember, Reason: progressReason(s, ReasonScalingUp),
+		Message: fmt.Sprintf("adding member %d of %d", len(s.Running())+1, s.Target)}
+	// The new member becomes a learner next pass; create it only when that add would be
+	// allowed, so that a cluster without quorum does not accumulate pending members.
+	return gated(s, a, quorum.AddLearner()), true
+}
+
+// wake resumes a paused cluster: the dormant member is woken before any member is added.
+func wake(s *Scope) (Action, bool) {
+	if s.Target == 0 || len(s.Running()) >= int(s.Target) {
+		return Action{}, false
+	}
 	for _, m := range s.Members {
 		if m.Dormant && !m.Deleting {
 			return Action{Kind: KindWake, Member: m.Name, Reason: ReasonResuming,
 				Message: fmt.Sprintf("resuming: waking %s", m.Name)}, true
 		}
 	}
-	a := Action{Kind: KindCreateMember, Reason: progressReason(s, ReasonScalingUp),
-		Message: fmt.Sprintf("adding member %d of %d", len(s.Running())+1, s.Target)}
-	// The new member becomes a learner next pass; create it only when that add would be
-	// allowed, so that a cluster without quorum does not accumulate pending members.
-	return gated(s, a, quorum.AddLearner()), true
+	return Action{}, false
 }
 
 func scaleDown(s *Scope, running []Member) (Action, bool) {

@@ -128,11 +128,11 @@ func TestNext(t *testing.T) {
 			s.Target, s.Members, s.Etcd, s.PVCs = 0, []Member{with(s.Members[0], func(m *Member) { m.Dormant = true })}, healthyEtcd(1, voter(1, "a")), s.PVCs[:1]
 			return s
 		}, Action{Kind: KindNone, Reason: ReasonPaused}},
-		{"resume wakes the dormant member", func() Scope {
+		{"resume wakes the dormant member without etcd", func() Scope {
 			s := steady3()
 			s.Members, s.Etcd = []Member{with(s.Members[0], func(m *Member) { m.Dormant = true })}, Etcd{}
 			return s
-		}, Action{Kind: KindWait, Reason: ReasonScalingUp}},
+		}, Action{Kind: KindWake, Member: "a", Reason: ReasonResuming}},
 		{"resume wakes the dormant member when etcd answers", func() Scope {
 			s := steady3()
 			s.Members, s.Etcd = []Member{with(s.Members[0], func(m *Member) { m.Dormant = true })}, healthyEtcd(1, voter(1, "a"))

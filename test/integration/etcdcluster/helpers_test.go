@@ -44,8 +44,9 @@ type world struct {
 	ns   string
 	pool *etcdclient.Pool
 
-	mu    sync.Mutex
-	fakes map[string]*fakeEtcd
+	mu      sync.Mutex
+	fakes   map[string]*fakeEtcd
+	unready map[string]bool // member Pods the kubelet reports not Ready
 }
 
 // newWorld creates a namespace and starts the fake kubelet in it.

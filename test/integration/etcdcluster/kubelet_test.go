@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,7 +58,7 @@ func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) er
 	for name, pod := range podOf {
 		if !live[name] {
 			f.stop("http://" + desired.MemberHost(name, c.Name, c.Namespace) + ":2380")
-			errs = append(errs, client.IgnoreNotFound(k8s.Delete(ctx, pod)))
+			errs = append(errs, client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))))
 		}
 	}
 	return errors.Join(errs...)
@@ -70,7 +70,7 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 	switch {
 	case !wantPod && pod != nil:
 		f.stop(peer)
-		if err := client.IgnoreNotFound(k8s.Delete(ctx, pod)); err != nil {
+		if err := client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))); err != nil {
 			return err
 		}
 		pod = nil
@@ -99,6 +99,9 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 		if err := w.labelRole(ctx, pod, m.Status.IsVoter); err != nil {
 			return err
 		}
+		if err := w.podReadiness(ctx, pod, !w.isUnready(m.Name)); err != nil {
+			return err
+		}
 	}
 	return w.memberStatus(ctx, m, pod, voter)
 }
@@ -123,6 +126,24 @@ func (w *world) runPod(ctx context.Context, f *fakeEtcd, m *etcdv1alpha2.EtcdMem
 		return nil, fmt.Errorf("starting Pod %s: %w", m.Name, err)
 	}
 	return pod, nil
+}
+
+// podReadiness sets the Pod's Ready condition.
+func (w *world) podReadiness(ctx context.Context, pod *corev1.Pod, ready bool) error {
+	want := corev1.ConditionFalse
+	if ready {
+		want = corev1.ConditionTrue
+	}
+	for i, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			if c.Status == want {
+				return nil
+			}
+			pod.Status.Conditions[i].Status = want
+			return k8s.Status().Update(ctx, pod)
+		}
+	}
+	return nil
 }
 
 func (w *world) labelRole(ctx context.Context, pod *corev1.Pod, voter bool) error {
@@ -167,6 +188,7 @@ func (w *world) memberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, po
 		m.Status.Replicas, m.Status.PodName, m.Status.PodUID = 0, "", ""
 	case pod != nil && !voter:
 		reason = "Learner"
+	case pod != nil && w.isUnready(m.Name):
 	case pod != nil:
 		ready, reason = metav1.ConditionTrue, "PodReady"
 	}
@@ -187,3 +209,35 @@ func (w *world) memberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, po
 	return k8s.Status().Patch(ctx, m, client.MergeFrom(before))
 }
 
+// notReady makes the kubelet report the first n members' Pods not Ready from now on.
+func (w *world) notReady(n int) {
+	w.t.Helper()
+	ms, err := w.members(w.t.Context(), w.onlyCluster())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.unready == nil {
+		w.unready = map[string]bool{}
+	}
+	for i := range min(n, len(ms)) {
+		w.unready[ms[i].Name] = true
+	}
+}
+
+// onlyCluster is the name of the namespace's only EtcdCluster.
+func (w *world) onlyCluster() string {
+	w.t.Helper()
+	var list etcdv1alpha2.EtcdClusterList
+	if err := k8s.List(w.t.Context(), &list, client.InNamespace(w.ns)); err != nil || len(list.Items) != 1 {
+		w.t.Fatalf("want one EtcdCluster in %s: %v", w.ns, err)
+	}
+	return list.Items[0].Name
+}
+
+func (w *world) isUnready(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unready[name]
+}

@@ -1,0 +1,204 @@
+package etcdcluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+)
+
+func TestScaleThreeFiveThree(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newCluster("s", 3)
+	eventually(t, convergeTimeout, "3 members", w.converged("s", 3))
+	clusterID := w.cluster("s").Status.ClusterID
+
+	w.setReplicas("s", 5)
+	eventually(t, convergeTimeout, "5 members", w.converged("s", 5))
+	if n, _ := w.pdbMinAvailable(t.Context(), "s"); n != 3 {
+		t.Errorf("PDB minAvailable at 5 = %d, want 3", n)
+	}
+	five, _ := w.members(t.Context(), "s")
+
+	w.setReplicas("s", 3)
+	eventually(t, convergeTimeout, "3 members again", w.converged("s", 3))
+	eventually(t, convergeTimeout, "PVCs of removed members deleted", func() error {
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := k8s.List(context.Background(), &pvcs, client.InNamespace(w.ns)); err != nil {
+			return err
+		}
+		live := 0 // envtest runs no PVC-protection controller: deleted PVCs stay Terminating
+		for _, p := range pvcs.Items {
+			if p.DeletionTimestamp.IsZero() {
+				live++
+			}
+		}
+		if live != 3 {
+			return fmt.Errorf("%d PVCs not being deleted", live)
+		}
+		return nil
+	})
+	if n, _ := w.pdbMinAvailable(t.Context(), "s"); n != 2 {
+		t.Errorf("PDB minAvailable at 3 = %d, want 2", n)
+	}
+	if got := w.cluster("s").Status.ClusterID; got != clusterID {
+		t.Errorf("clusterID changed from %s to %s", clusterID, got)
+	}
+	// The two removed members were the newest two (all equal otherwise): the seed stays.
+	three, _ := w.members(t.Context(), "s")
+	for _, m := range three {
+		if !containsMember(five, m.Name) {
+			t.Errorf("member %s appeared during a scale-down", m.Name)
+		}
+	}
+	if w.fake("s").maxLearn > 1 {
+		t.Errorf("etcd listed %d learners at once", w.fake("s").maxLearn)
+	}
+	removes := 0
+	for _, c := range w.fake("s").mutations() {
+		if strings.HasPrefix(c, "MemberRemove") {
+			removes++
+		}
+	}
+	if removes != 2 {
+		t.Errorf("MemberRemove calls = %d, want 2: %v", removes, w.fake("s").mutations())
+	}
+}
+
+func containsMember(ms []etcdv1alpha2.EtcdMember, name string) bool {
+	for _, m := range ms {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPauseResume scales 3 → 0 → 3: the last member goes dormant with its PVC and etcd identity,
+// the PDB goes away, and resuming wakes the same member in the same etcd cluster.
+func TestPauseResume(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newCluster("p", 3)
+	eventually(t, convergeTimeout, "3 members", w.converged("p", 3))
+	clusterID := w.cluster("p").Status.ClusterID
+
+	w.setReplicas("p", 0)
+	var dormant string
+	eventually(t, convergeTimeout, "paused", func() error {
+		c := w.cluster("p")
+		ms, err := w.members(context.Background(), "p")
+		if err != nil {
+			return err
+		}
+		if len(ms) != 1 || !ms[0].Spec.Dormant {
+			return fmt.Errorf("%d members, want one dormant", len(ms))
+		}
+		dormant = ms[0].Name
+		for _, typ := range []string{etcdv1alpha2.ConditionAvailable, etcdv1alpha2.ConditionProgressing, etcdv1alpha2.ConditionDegraded} {
+			cond := meta.FindStatusCondition(c.Status.Conditions, typ)
+			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != membership.ReasonPaused {
+				return fmt.Errorf("%s = %+v, want False/Paused", typ, cond)
+			}
+		}
+		if c.Status.ProgressDeadline != nil {
+			return errors.New("deadline still armed")
+		}
+		if n, err := w.pdbMinAvailable(context.Background(), "p"); err != nil || n != -1 {
+			return fmt.Errorf("PDB minAvailable %d (%v), want deleted", n, err)
+		}
+		return nil
+	})
+	av := meta.FindStatusCondition(w.cluster("p").Status.Conditions, etcdv1alpha2.ConditionAvailable)
+	if !strings.Contains(av.Message, desired.PVCName(dormant)) {
+		t.Errorf("Paused message %q does not name PVC %s", av.Message, desired.PVCName(dormant))
+	}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: desired.PVCName(dormant)}, &corev1.PersistentVolumeClaim{}); err != nil {
+		t.Errorf("dormant member's PVC: %v", err)
+	}
+	eventually(t, convergeTimeout, "dormant member's Pod gone", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: dormant}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("dormant member's Pod: %w", errors.Join(err, errNotYet))
+		}
+		return nil
+	})
+
+	w.setReplicas("p", 3)
+	eventually(t, convergeTimeout, "resumed to 3", w.converged("p", 3))
+	c := w.cluster("p")
+	if c.Status.ClusterID != clusterID {
+		t.Errorf("clusterID changed from %s to %s on resume", clusterID, c.Status.ClusterID)
+	}
+	ms, _ := w.members(t.Context(), "p")
+	if !containsMember(ms, dormant) {
+		t.Errorf("the dormant member %s was not the one woken", dormant)
+	}
+}
+
+// TestQuorumGateRefusal makes two of three members not Ready and asks for a scale-down: the
+// gate refuses, Progressing says WaitingForHealthyMembers, and etcd sees no removal.
+func TestQuorumGateRefusal(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newCluster("q", 3)
+	eventually(t, convergeTimeout, "3 members", w.converged("q", 3))
+	w.notReady(2)
+	eventually(t, convergeTimeout, "quorum loss observed", func() error {
+		av := meta.FindStatusCondition(w.cluster("q").Status.Conditions, etcdv1alpha2.ConditionAvailable)
+		if av == nil || av.Reason != membership.ReasonQuorumLost {
+			return fmt.Errorf("Available = %+v", av)
+		}
+		return nil
+	})
+	w.setReplicas("q", 2)
+	// The unready members keep the cluster from converging, so the new spec waits, and says so.
+	eventually(t, convergeTimeout, "pending generation reported", func() error {
+		cond := meta.FindStatusCondition(w.cluster("q").Status.Conditions, etcdv1alpha2.ConditionProgressing)
+		if cond == nil || !strings.Contains(cond.Message, "generation 2 pending; adopted when generation 1 converges or at ") {
+			return fmt.Errorf("Progressing = %+v", cond)
+		}
+		return nil
+	})
+	// What `kubectl etcd retry` does: move the deadline into the past to adopt now.
+	c := w.cluster("q")
+	before := c.DeepCopy()
+	c.Status.ProgressDeadline = &metav1.Time{Time: c.Status.ProgressDeadline.Add(-time.Hour)}
+	if err := k8s.Status().Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, convergeTimeout, "refusal reported", func() error {
+		cond := meta.FindStatusCondition(w.cluster("q").Status.Conditions, etcdv1alpha2.ConditionProgressing)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != membership.ReasonWaitingForHealthyMembers {
+			return fmt.Errorf("Progressing = %+v", cond)
+		}
+		if !strings.Contains(cond.Message, "not healthy: ") {
+			return fmt.Errorf("message %q names no member", cond.Message)
+		}
+		return nil
+	})
+	for _, c := range w.fake("q").mutations() {
+		if strings.HasPrefix(c, "MemberRemove") {
+			t.Errorf("etcd saw %s although the gate refused", c)
+		}
+	}
+	av := meta.FindStatusCondition(w.cluster("q").Status.Conditions, etcdv1alpha2.ConditionAvailable)
+	if av == nil || av.Reason != membership.ReasonQuorumLost {
+		t.Errorf("Available = %+v, want QuorumLost", av)
+	}
+}
