@@ -195,17 +195,17 @@ func clusterChangesThatMatter() predicate.Funcs {
 //
 //  1. Fetch the EtcdMember; NotFound means done. A member carrying adoption-in-progress is left
 //     completely alone (etcd-migrate owns it).
-//  2. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
+//  2. Build the scope once: the parent EtcdCluster (present, deleting, gone or unreadable, checked
+//     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
+//  3. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
 //     replicas, selector, conditions Ready, Updated, Healthy) is computed from this pass's
 //     observations and patched once, only if it changed.
-//  3. Build the scope once: the parent EtcdCluster (present, deleting, gone or unreadable, checked
-//     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
 //  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
 //     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)
 //     and release it, or hold it and say why. Nothing else runs.
 //  5. Add the member-cleanup finalizer if it is missing.
 //  6. Ensure the PVC (PVC members): create data-<member> when absent; refuse a foreign one;
-//     patch additionalMetadata in place.
+//     keep its labels and additionalMetadata in place.
 //  7. Ensure the Pod: delete it gracefully when dormant, delete a Failed Pod of a PVC member
 //     (it is recreated from its PVC next pass), otherwise create it when initialCluster is set
 //     (never for a Memory member that lost its Pod, and never while the parent is unreadable);
