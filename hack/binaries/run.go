@@ -68,7 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, dir)
+		if _, err := fmt.Fprintln(stdout, dir); err != nil {
+			return err
+		}
 	}
 	return nil
 }

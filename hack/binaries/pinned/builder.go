@@ -28,6 +28,11 @@ func NewBuilder(cacheDir string, versions Versions, log io.Writer) *Builder {
 	return &Builder{cacheDir: cacheDir, versions: versions, log: log}
 }
 
+// logf reports progress; a failing log writer must not fail a build.
+func (b *Builder) logf(format string, args ...any) {
+	_, _ = fmt.Fprintf(b.log, "hack/binaries: "+format+"\n", args...)
+}
+
 // Versions returns the pinned versions the Builder builds.
 func (b *Builder) Versions() Versions { return b.versions }
 
@@ -223,7 +228,7 @@ func (b *Builder) ensure(ctx context.Context, set binarySet, want []string) (str
 // renamed into place, so binDir never holds a partial binary.
 func (b *Builder) build(ctx context.Context, set binarySet, binDir string, binaries []string) error {
 	start := time.Now()
-	fmt.Fprintf(b.log, "hack/binaries: building %s from %s (first build downloads modules and takes minutes) ...\n", strings.Join(binaries, ", "), set.name)
+	b.logf("building %s from %s (a first build downloads modules and takes minutes) ...", strings.Join(binaries, ", "), set.name)
 	modDir := filepath.Join(b.cacheDir, "src", set.name)
 	if err := os.MkdirAll(modDir, 0o755); err != nil {
 		return fmt.Errorf("creating tools module folder: %w", err)
@@ -248,7 +253,7 @@ func (b *Builder) build(ctx context.Context, set binarySet, binDir string, binar
 	if err != nil {
 		return fmt.Errorf("creating scratch folder: %w", err)
 	}
-	defer os.RemoveAll(scratch)
+	defer func() { _ = os.RemoveAll(scratch) }()
 
 	args := []string{"build", "-mod=mod", "-trimpath", "-o", scratch + string(os.PathSeparator)}
 	if set.ldflags != "" {
@@ -269,7 +274,7 @@ func (b *Builder) build(ctx context.Context, set binarySet, binDir string, binar
 			return fmt.Errorf("moving %s into the cache: %w", bin, err)
 		}
 	}
-	fmt.Fprintf(b.log, "hack/binaries: built %s in %s\n", strings.Join(binaries, ", "), time.Since(start).Round(time.Second))
+	b.logf("built %s in %s", strings.Join(binaries, ", "), time.Since(start).Round(time.Second))
 	return nil
 }
 

@@ -40,7 +40,7 @@ func lockCache(cacheDir string, log io.Writer) (func(), error) {
 	}
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		fmt.Fprintf(log, "hack/binaries: waiting for another build that holds %s\n", path)
+		_, _ = fmt.Fprintf(log, "hack/binaries: waiting for another build that holds %s\n", path)
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 	}
 	if err != nil {

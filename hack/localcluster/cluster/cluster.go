@@ -103,7 +103,8 @@ func (c *Cluster) StateDir() string { return c.layout.state() }
 func (c *Cluster) LogDir() string { return c.layout.logs() }
 
 func (c *Cluster) logf(format string, args ...any) {
-	fmt.Fprintf(c.log, "localcluster: "+format+"\n", args...)
+	// Progress only: a failing log writer must not fail the command.
+	_, _ = fmt.Fprintf(c.log, "localcluster: "+format+"\n", args...)
 }
 
 // step runs fn and logs how long it took.

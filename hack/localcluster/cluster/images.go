@@ -166,14 +166,15 @@ func (spec imageSpec) layerTar() ([]byte, error) {
 // inputDigest hashes everything that determines the archive.
 func (spec imageSpec) inputDigest() (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%q %q %q %q %q\n", spec.ref, spec.entrypoint, spec.cmd, spec.user, spec.workdir, spec.dirs)
+	// Writes to a hash never fail.
+	_, _ = fmt.Fprintf(h, "%s\n%q %q %q %q %q\n", spec.ref, spec.entrypoint, spec.cmd, spec.user, spec.workdir, spec.dirs)
 	for _, f := range spec.files {
 		data, err := os.ReadFile(f.src)
 		if err != nil {
 			return "", fmt.Errorf("image %s: %w", spec.ref, err)
 		}
 		sum := sha256.Sum256(data)
-		fmt.Fprintf(h, "%s %o %x\n", f.path, f.mode, sum)
+		_, _ = fmt.Fprintf(h, "%s %o %x\n", f.path, f.mode, sum)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -258,39 +258,49 @@ func (c *Cluster) StartNode(ctx context.Context, name string) error {
 // stops containerd. With removeContainers, it also deletes the containers, so the next
 // cluster starts from a clean runtime while keeping the imported images.
 func (c *Cluster) stopRuntime(ctx context.Context, n Node, removeContainers bool) error {
-	if _, ok := c.layout.running(containerdComponent(n)); ok {
-		out, err := c.ctr(ctx, n, "tasks", "ls", "-q")
+	if _, ok := c.layout.running(containerdComponent(n)); !ok {
+		return c.layout.stop(ctx, containerdComponent(n), 0)
+	}
+	if err := c.deleteTasks(ctx, n); err != nil {
+		return err
+	}
+	if removeContainers {
+		out, err := c.ctr(ctx, n, "containers", "ls", "-q")
 		if err != nil {
 			return err
 		}
-		tasks := strings.Fields(out)
-		for _, id := range tasks {
-			// A task that already exited refuses the signal; delete below handles it.
-			_, _ = c.ctr(ctx, n, "tasks", "kill", "--signal", "SIGKILL", id)
-		}
-		for _, id := range tasks {
-			if err := poll(ctx, 10*time.Second, "task "+id+" to exit", func() (bool, error) {
-				// The CRI plugin deletes a task itself once it sees it exit.
-				out, err := c.ctr(ctx, n, "tasks", "delete", id)
-				if err != nil && strings.Contains(out, "not found") {
-					return true, nil
-				}
-				return err == nil, err
-			}); err != nil {
+		for _, id := range strings.Fields(out) {
+			if _, err := c.ctr(ctx, n, "containers", "delete", id); err != nil {
 				return err
-			}
-		}
-		if removeContainers {
-			out, err := c.ctr(ctx, n, "containers", "ls", "-q")
-			if err != nil {
-				return err
-			}
-			for _, id := range strings.Fields(out) {
-				if _, err := c.ctr(ctx, n, "containers", "delete", id); err != nil {
-					return err
-				}
 			}
 		}
 	}
 	return c.layout.stop(ctx, containerdComponent(n), 10*time.Second)
+}
+
+// deleteTasks kills every container of node and deletes their tasks, which ends the shims.
+func (c *Cluster) deleteTasks(ctx context.Context, n Node) error {
+	out, err := c.ctr(ctx, n, "tasks", "ls", "-q")
+	if err != nil {
+		return err
+	}
+	tasks := strings.Fields(out)
+	for _, id := range tasks {
+		// A task that already exited refuses the signal; delete below handles it.
+		_, _ = c.ctr(ctx, n, "tasks", "kill", "--signal", "SIGKILL", id)
+	}
+	for _, id := range tasks {
+		err := poll(ctx, 10*time.Second, "task "+id+" to exit", func() (bool, error) {
+			// The CRI plugin deletes a task itself once it sees it exit.
+			out, err := c.ctr(ctx, n, "tasks", "delete", id)
+			if err != nil && strings.Contains(out, "not found") {
+				return true, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -39,8 +39,11 @@ func (l layout) start(p process) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer logFile.Close()
-	fmt.Fprintf(logFile, "\n=== %s starting: %s %s\n", time.Now().UTC().Format(time.RFC3339), p.bin, strings.Join(p.args, " "))
+	// The child holds its own copy of the descriptor.
+	defer func() { _ = logFile.Close() }()
+	if _, err := fmt.Fprintf(logFile, "\n=== %s starting: %s %s\n", time.Now().UTC().Format(time.RFC3339), p.bin, strings.Join(p.args, " ")); err != nil {
+		return false, err
+	}
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), p.env...)
@@ -106,7 +109,6 @@ func terminate(ctx context.Context, pid int, grace time.Duration) error {
 				return err
 			}
 			deadline = time.Now().Add(5 * time.Second)
-			grace = 0
 			continue
 		}
 		select {

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -26,21 +28,19 @@ func (c *Cluster) componentNames() []string {
 // Status writes each component's process state and memory, each node's readiness and whether
 // DNS answers. It returns an error when the cluster is not fully up.
 func (c *Cluster) Status(ctx context.Context, w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tPID\tSTATE\tRSS")
+	rows := [][]string{{"COMPONENT", "PID", "STATE", "RSS"}}
 	down := 0
 	for _, name := range c.componentNames() {
 		pid, ok := c.layout.running(name)
 		if !ok {
 			down++
-			fmt.Fprintf(tw, "%s\t-\tstopped\t-\n", name)
+			rows = append(rows, []string{name, "-", "stopped", "-"})
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\trunning\t%s\n", name, pid, mib(rssBytes(pid)))
+		rows = append(rows, []string{name, strconv.Itoa(pid), "running", mib(rssBytes(pid))})
 	}
-	total := c.MemoryRSS()
-	fmt.Fprintf(tw, "all cluster processes\t\t\t%s\n", mib(total))
-	if err := tw.Flush(); err != nil {
+	rows = append(rows, []string{"all cluster processes", "", "", mib(c.MemoryRSS())})
+	if err := writeTable(w, rows); err != nil {
 		return err
 	}
 	if down == len(c.componentNames()) {
@@ -56,37 +56,52 @@ func (c *Cluster) Status(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tINTERNAL-IP\tREADY\tVERSION")
+	rows = [][]string{{"", "", "", ""}, {"NODE", "INTERNAL-IP", "READY", "VERSION"}}
 	for _, n := range nodes.Items {
 		ready := "False"
 		for _, cond := range n.Status.Conditions {
-			if cond.Type == "Ready" {
+			if cond.Type == corev1.NodeReady {
 				ready = string(cond.Status)
 			}
 		}
 		ip := ""
 		for _, a := range n.Status.Addresses {
-			if a.Type == "InternalIP" {
+			if a.Type == corev1.NodeInternalIP {
 				ip = a.Address
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, ip, ready, n.Status.NodeInfo.KubeletVersion)
+		rows = append(rows, []string{n.Name, ip, ready, n.Status.NodeInfo.KubeletVersion})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeTable(w, rows); err != nil {
 		return err
 	}
 	dns := "answering"
 	if addrs, err := c.LookupHost(ctx, "kubernetes.default.svc."+DNSDomain); err != nil || len(addrs) == 0 {
 		dns = fmt.Sprintf("NOT answering (%v)", err)
 	}
-	fmt.Fprintf(w, "\nDNS (CoreDNS on %s:53): %s\nkubeconfig: %s\nlogs: %s\n", ControlPlaneIP, dns, c.Kubeconfig(), c.layout.logs())
+	if _, err := fmt.Fprintf(w, "\nDNS (CoreDNS on %s:53): %s\nkubeconfig: %s\nlogs: %s\n", ControlPlaneIP, dns, c.Kubeconfig(), c.layout.logs()); err != nil {
+		return err
+	}
 	if down > 0 || countReady(nodes.Items) != len(c.nodes) || dns != "answering" {
 		return fmt.Errorf("the cluster is not fully up: %d components stopped, %d of %d nodes Ready, DNS %s",
 			down, countReady(nodes.Items), len(c.nodes), dns)
 	}
 	return nil
+}
+
+// writeTable writes rows as aligned columns.
+func writeTable(w io.Writer, rows [][]string) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, row := range rows {
+		// Writes to a strings.Builder cannot fail; Flush reports any error.
+		_, _ = tw.Write([]byte(strings.Join(row, "\t") + "\n"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // MemoryRSS sums the resident memory of every cluster process, including containerd shims
@@ -162,8 +177,11 @@ func rssBytes(pid int) int64 {
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			// "VmRSS:	  12345 kB"
+			kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			if err != nil {
+				return 0
+			}
 			return kb * 1024
 		}
 	}
@@ -173,23 +191,10 @@ func rssBytes(pid int) int64 {
 func mib(b int64) string { return fmt.Sprintf("%d MiB", b/(1<<20)) }
 
 // Leftovers lists everything of the cluster that still exists on the machine: processes,
-// links, iptables rules, routes, mounts and network namespaces. After Down it must be empty;
-// the down test asserts that.
+// links, iptables rules, routes, mounts, network namespaces and unrestored sysctls. After Down
+// it must be empty; the down test asserts that.
 func (c *Cluster) Leftovers(ctx context.Context) ([]string, error) {
-	var left []string
-	for _, name := range c.componentNames() {
-		if pid, ok := c.layout.running(name); ok {
-			left = append(left, fmt.Sprintf("process %s (pid %d)", name, pid))
-		}
-	}
-	for _, pid := range shimPids(c.layout.root) {
-		left = append(left, fmt.Sprintf("containerd shim (pid %d)", pid))
-	}
-	for _, bin := range []string{c.kubeDirOrCache("kubelet"), c.kubeDirOrCache("kube-apiserver")} {
-		for _, pid := range pidsOf(bin) {
-			left = append(left, fmt.Sprintf("process %s (pid %d)", bin, pid))
-		}
-	}
+	left := c.leftoverProcesses()
 	links, err := ownedLinks(ctx)
 	if err != nil {
 		return nil, err
@@ -197,31 +202,16 @@ func (c *Cluster) Leftovers(ctx context.Context) ([]string, error) {
 	for _, l := range links {
 		left = append(left, "link "+l)
 	}
-	for _, family := range []string{"iptables", "ip6tables"} {
-		for _, table := range iptablesTables {
-			out, err := runTool(ctx, family+"-save", "-t", table)
-			if err != nil {
-				return nil, err
-			}
-			for _, line := range strings.Split(out, "\n") {
-				if strings.Contains(line, "KUBE-") || strings.Contains(line, "etcd-operator local cluster") || strings.Contains(line, PodCIDR) {
-					left = append(left, family+" "+table+": "+line)
-				}
-			}
-		}
-	}
-	out, err := runTool(ctx, "ip", "route", "show")
+	rules, err := leftoverRules(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, line := range strings.Split(out, "\n") {
-		for _, cidr := range []string{NodeCIDR, PodCIDR, ServiceCIDR, "10.200.", "10.244."} {
-			if strings.Contains(line, cidr) {
-				left = append(left, "route "+line)
-				break
-			}
-		}
+	left = append(left, rules...)
+	routes, err := leftoverRoutes(ctx)
+	if err != nil {
+		return nil, err
 	}
+	left = append(left, routes...)
 	mounts, err := mountsUnder(c.layout.root)
 	if err != nil {
 		return nil, err
@@ -240,6 +230,60 @@ func (c *Cluster) Leftovers(ctx context.Context) ([]string, error) {
 		left = append(left, "sysctls not restored (saved in "+c.layout.sysctlsSaved()+")")
 	}
 	sort.Strings(left)
+	return left, nil
+}
+
+// leftoverProcesses finds components by pid file, shims by socket path, and, in case a pid
+// file was lost, any process running the cached kubelet or kube-apiserver.
+func (c *Cluster) leftoverProcesses() []string {
+	var left []string
+	for _, name := range c.componentNames() {
+		if pid, ok := c.layout.running(name); ok {
+			left = append(left, fmt.Sprintf("process %s (pid %d)", name, pid))
+		}
+	}
+	for _, pid := range shimPids(c.layout.root) {
+		left = append(left, fmt.Sprintf("containerd shim (pid %d)", pid))
+	}
+	for _, bin := range []string{c.kubeDirOrCache("kubelet"), c.kubeDirOrCache("kube-apiserver")} {
+		for _, pid := range pidsOf(bin) {
+			left = append(left, fmt.Sprintf("process %s (pid %d)", bin, pid))
+		}
+	}
+	return left
+}
+
+// leftoverRules lists KUBE-* chains and rules, the guard rule and any rule naming the Pod range.
+func leftoverRules(ctx context.Context) ([]string, error) {
+	var left []string
+	for _, family := range []string{"iptables", "ip6tables"} {
+		for _, table := range iptablesTables {
+			out, err := runTool(ctx, family+"-save", "-t", table)
+			if err != nil {
+				return nil, err
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "KUBE-") || strings.Contains(line, "etcd-operator local cluster") || strings.Contains(line, PodCIDR) {
+					left = append(left, family+" "+table+": "+line)
+				}
+			}
+		}
+	}
+	return left, nil
+}
+
+// leftoverRoutes lists routes into the cluster's ranges.
+func leftoverRoutes(ctx context.Context) ([]string, error) {
+	out, err := runTool(ctx, "ip", "route", "show")
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "10.200.") || strings.Contains(line, "10.244.") || strings.Contains(line, "10.96.") {
+			left = append(left, "route "+line)
+		}
+	}
 	return left, nil
 }
 

@@ -26,45 +26,55 @@ const volumeLabel = "etcd-operator.local/local-volume"
 
 // ensureVolumes keeps VolumesPerNode local PVs per node in the default StorageClass. A PV
 // released by its claim (Retain) is wiped and recreated, so every up returns used volumes to
-// the pool; PVs still bound are left alone.
+// the pool; PVs in use or available are left alone.
 func (c *Cluster) ensureVolumes(ctx context.Context, cs kubernetes.Interface) error {
 	existing, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: volumeLabel})
 	if err != nil {
 		return fmt.Errorf("listing local PVs: %w", err)
 	}
-	current := map[string]corev1.PersistentVolume{}
+	phase := map[string]corev1.PersistentVolumePhase{}
 	for _, pv := range existing.Items {
-		current[pv.Name] = pv
+		phase[pv.Name] = pv.Status.Phase
 	}
 	for _, n := range c.nodes {
 		for i := range VolumesPerNode {
 			name := fmt.Sprintf("%s-pv-%02d", n.Name, i)
 			dir := filepath.Join(c.layout.volumes(n), fmt.Sprintf("pv-%02d", i))
-			if pv, ok := current[name]; ok {
-				if pv.Status.Phase != corev1.VolumeReleased && pv.Status.Phase != corev1.VolumeFailed {
-					continue
-				}
-				if err := cs.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					return fmt.Errorf("recycling PV %s: %w", name, err)
-				}
-				if err := waitGone(ctx, cs, name); err != nil {
-					return err
-				}
+			p, exists := phase[name]
+			if exists && p != corev1.VolumeReleased && p != corev1.VolumeFailed {
+				continue
 			}
-			if err := os.RemoveAll(dir); err != nil {
+			if err := c.recreateVolume(ctx, cs, n, name, dir, exists); err != nil {
 				return err
-			}
-			if err := os.MkdirAll(dir, 0o777); err != nil {
-				return err
-			}
-			// Non-root Pods (the restricted profile) must be able to write the volume.
-			if err := os.Chmod(dir, 0o777); err != nil {
-				return err
-			}
-			if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, localPV(name, dir, n), metav1.CreateOptions{}); ignoreExists(err) != nil {
-				return fmt.Errorf("creating PV %s: %w", name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// recreateVolume deletes PV name if it exists, empties dir and creates the PV again.
+func (c *Cluster) recreateVolume(ctx context.Context, cs kubernetes.Interface, n Node, name, dir string, exists bool) error {
+	if exists {
+		if err := cs.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("recycling PV %s: %w", name, err)
+		}
+		if err := waitGone(ctx, cs, name); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	// Non-root Pods (the restricted profile) must be able to write the volume; MkdirAll's
+	// mode is filtered by the umask.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, localPV(name, dir, n), metav1.CreateOptions{}); ignoreExists(err) != nil {
+		return fmt.Errorf("creating PV %s: %w", name, err)
 	}
 	return nil
 }

@@ -90,7 +90,6 @@ func newProbe(t *testing.T) *probe {
 // own PVC, behind a headless Service (per-Pod DNS), a ClusterIP Service and a PDB.
 func TestProbe(t *testing.T) {
 	p := newProbe(t)
-	ctx := t.Context()
 	nodes := p.c.Nodes()
 	if len(nodes) < 3 {
 		t.Fatalf("want at least 3 nodes, the cluster has %d", len(nodes))
@@ -99,125 +98,139 @@ func TestProbe(t *testing.T) {
 	for _, n := range nodes {
 		p.createMember(t, n)
 	}
+	t.Run("a Pod runs on every node", p.podPerNode)
+	t.Run("Pod to Pod across nodes", p.podToPod)
+	t.Run("Pod to Service", p.podToService)
+	t.Run("per-Pod DNS through a headless Service", p.perPodDNS)
+	t.Run("PVC bound on the Pod's node and its host folder holds the data", p.pvcBound)
+	t.Run("eviction refused by the PDB", p.evictionRefused)
+	t.Run("a stopped node goes NotReady and recovers", p.nodeLoss)
+}
 
-	t.Run("a Pod runs on every node", func(t *testing.T) {
-		for i, name := range p.members {
-			pod := p.waitPodReady(t, name)
-			if pod.Spec.NodeName != nodes[i].Name {
-				t.Errorf("Pod %s runs on %s, want %s", name, pod.Spec.NodeName, nodes[i].Name)
-			}
-			if !strings.HasPrefix(pod.Status.PodIP, strings.TrimSuffix(nodes[i].PodSubnet, "0/24")) {
-				t.Errorf("Pod %s has IP %s, want one in %s", name, pod.Status.PodIP, nodes[i].PodSubnet)
-			}
+func (p *probe) podPerNode(t *testing.T) {
+	nodes := p.c.Nodes()
+	for i, name := range p.members {
+		pod := p.waitPodReady(t, name)
+		if pod.Spec.NodeName != nodes[i].Name {
+			t.Errorf("Pod %s runs on %s, want %s", name, pod.Spec.NodeName, nodes[i].Name)
 		}
-	})
-
-	t.Run("Pod to Pod across nodes", func(t *testing.T) {
-		var endpoints []string
-		for _, name := range p.members {
-			endpoints = append(endpoints, "http://"+p.pod(t, name).Status.PodIP+":2379")
+		if !strings.HasPrefix(pod.Status.PodIP, strings.TrimSuffix(nodes[i].PodSubnet, "0/24")) {
+			t.Errorf("Pod %s has IP %s, want one in %s", name, pod.Status.PodIP, nodes[i].PodSubnet)
 		}
-		p.runClient(t, "pod-to-pod", nodes[0], "--endpoints="+strings.Join(endpoints, ","), "endpoint", "health")
-	})
+	}
+}
 
-	t.Run("Pod to Service", func(t *testing.T) {
-		svc, err := p.kube.CoreV1().Services(p.ns).Get(ctx, "probe-client", metav1.GetOptions{})
+func (p *probe) podToPod(t *testing.T) {
+	var endpoints []string
+	for _, name := range p.members {
+		endpoints = append(endpoints, "http://"+p.pod(t, name).Status.PodIP+":2379")
+	}
+	p.runClient(t, "pod-to-pod", p.c.Nodes()[0], "--endpoints="+strings.Join(endpoints, ","), "endpoint", "health")
+}
+
+func (p *probe) podToService(t *testing.T) {
+	svc, err := p.kube.CoreV1().Services(p.ns).Get(t.Context(), "probe-client", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.runClient(t, "pod-to-service", p.c.Nodes()[1], "--endpoints=http://"+svc.Spec.ClusterIP+":2379", "put", "probe", "ok")
+}
+
+func (p *probe) perPodDNS(t *testing.T) {
+	ctx := t.Context()
+	// From the host, asking CoreDNS directly (never the host's resolver).
+	for _, name := range p.members {
+		fqdn := fmt.Sprintf("%s.probe.%s.svc.%s", name, p.ns, cluster.DNSDomain)
+		want := p.pod(t, name).Status.PodIP
+		err := poll(ctx, dnsTimeout, "DNS "+fqdn, func() (bool, error) {
+			addrs, err := p.c.LookupHost(ctx, fqdn)
+			return err == nil && len(addrs) == 1 && addrs[0] == want, err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	// From a Pod, through its resolv.conf (the kubelet points it at CoreDNS).
+	var endpoints []string
+	for _, name := range p.members {
+		endpoints = append(endpoints, fmt.Sprintf("http://%s.probe.%s.svc.%s:2379", name, p.ns, cluster.DNSDomain))
+	}
+	p.runClient(t, "pod-dns", p.c.Nodes()[2], "--endpoints="+strings.Join(endpoints, ","), "endpoint", "health")
+}
+
+func (p *probe) pvcBound(t *testing.T) {
+	ctx := t.Context()
+	nodes := p.c.Nodes()
+	for i, name := range p.members {
+		claim := "data-" + name
+		pvc, err := p.kube.CoreV1().PersistentVolumeClaims(p.ns).Get(ctx, claim, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.runClient(t, "pod-to-service", nodes[1], "--endpoints=http://"+svc.Spec.ClusterIP+":2379", "put", "probe", "ok")
-	})
-
-	t.Run("per-Pod DNS through a headless Service", func(t *testing.T) {
-		// From the host, asking CoreDNS directly (never the host's resolver).
-		for _, name := range p.members {
-			fqdn := fmt.Sprintf("%s.probe.%s.svc.%s", name, p.ns, cluster.DNSDomain)
-			want := p.pod(t, name).Status.PodIP
-			err := poll(ctx, dnsTimeout, "DNS "+fqdn, func() (bool, error) {
-				addrs, err := p.c.LookupHost(ctx, fqdn)
-				return err == nil && len(addrs) == 1 && addrs[0] == want, err
-			})
-			if err != nil {
-				t.Error(err)
-			}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			t.Fatalf("PVC %s is %s, want Bound", claim, pvc.Status.Phase)
 		}
-		// From a Pod, through its resolv.conf (the kubelet points it at CoreDNS).
-		var endpoints []string
-		for _, name := range p.members {
-			endpoints = append(endpoints, fmt.Sprintf("http://%s.probe.%s.svc.%s:2379", name, p.ns, cluster.DNSDomain))
+		if !strings.HasPrefix(pvc.Spec.VolumeName, nodes[i].Name+"-") {
+			t.Errorf("PVC %s is bound to %s, want a PV of %s", claim, pvc.Spec.VolumeName, nodes[i].Name)
 		}
-		p.runClient(t, "pod-dns", nodes[2], "--endpoints="+strings.Join(endpoints, ","), "endpoint", "health")
-	})
-
-	t.Run("PVC bound on the Pod's node and its host folder holds the data", func(t *testing.T) {
-		for i, name := range p.members {
-			claim := "data-" + name
-			pvc, err := p.kube.CoreV1().PersistentVolumeClaims(p.ns).Get(ctx, claim, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pvc.Status.Phase != corev1.ClaimBound {
-				t.Fatalf("PVC %s is %s, want Bound", claim, pvc.Status.Phase)
-			}
-			if !strings.HasPrefix(pvc.Spec.VolumeName, nodes[i].Name+"-") {
-				t.Errorf("PVC %s is bound to %s, want a PV of %s", claim, pvc.Spec.VolumeName, nodes[i].Name)
-			}
-			dir, err := p.c.PVCHostPath(ctx, p.ns, claim)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := os.Stat(filepath.Join(dir, "data", "member", "snap")); err != nil {
-				t.Errorf("PVC %s host folder %s does not hold etcd's data: %v", claim, dir, err)
-			}
-		}
-	})
-
-	t.Run("eviction refused by the PDB", func(t *testing.T) {
-		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.members[0], Namespace: p.ns}}
-		var err error
-		// The disruption controller must first observe the Pods and compute the budget;
-		// until then evictions are refused for another reason, so wait for the 429 itself.
-		pollErr := poll(ctx, 30*time.Second, "the PDB to refuse an eviction", func() (bool, error) {
-			err = p.kube.PolicyV1().Evictions(p.ns).Evict(ctx, eviction)
-			if err == nil {
-				return false, errors.New("eviction of " + p.members[0] + " was allowed, want it refused")
-			}
-			return apierrors.IsTooManyRequests(err), nil
-		})
-		if pollErr != nil {
-			t.Fatalf("%v (last eviction error: %v)", pollErr, err)
-		}
-		t.Logf("eviction refused as expected: %v", err)
-	})
-
-	t.Run("a stopped node goes NotReady and recovers", func(t *testing.T) {
-		victim := nodes[len(nodes)-1]
-		start := time.Now()
-		if err := p.c.StopNode(ctx, victim.Name); err != nil {
+		dir, err := p.c.PVCHostPath(ctx, p.ns, claim)
+		if err != nil {
 			t.Fatal(err)
 		}
-		restarted := false
-		t.Cleanup(func() {
-			if !restarted {
-				_ = p.c.StartNode(context.Background(), victim.Name)
-			}
-		})
-		if err := p.waitNodeReady(ctx, victim.Name, false, nodeLossTimeout); err != nil {
-			t.Fatal(err)
+		if _, err := os.Stat(filepath.Join(dir, "data", "member", "snap")); err != nil {
+			t.Errorf("PVC %s host folder %s does not hold etcd's data: %v", claim, dir, err)
 		}
-		t.Logf("node %s NotReady %s after stop", victim.Name, time.Since(start).Round(time.Millisecond))
-		start = time.Now()
-		if err := p.c.StartNode(ctx, victim.Name); err != nil {
-			t.Fatal(err)
+	}
+}
+
+func (p *probe) evictionRefused(t *testing.T) {
+	ctx := t.Context()
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.members[0], Namespace: p.ns}}
+	var err error
+	// The disruption controller must first observe the Pods and compute the budget; until
+	// then evictions are refused for another reason, so wait for the 429 itself.
+	pollErr := poll(ctx, 30*time.Second, "the PDB to refuse an eviction", func() (bool, error) {
+		err = p.kube.PolicyV1().Evictions(p.ns).Evict(ctx, eviction)
+		if err == nil {
+			return false, errors.New("eviction of " + p.members[0] + " was allowed, want it refused")
 		}
-		restarted = true
-		if err := p.waitNodeReady(ctx, victim.Name, true, nodeBackTimeout); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("node %s Ready %s after start", victim.Name, time.Since(start).Round(time.Millisecond))
-		pod := p.waitPodReady(t, p.members[len(p.members)-1])
-		t.Logf("Pod %s Ready again on %s after %s", pod.Name, pod.Spec.NodeName, time.Since(start).Round(time.Millisecond))
+		return apierrors.IsTooManyRequests(err), nil
 	})
+	if pollErr != nil {
+		t.Fatalf("%v (last eviction error: %v)", pollErr, err)
+	}
+	t.Logf("eviction refused as expected: %v", err)
+}
+
+func (p *probe) nodeLoss(t *testing.T) {
+	ctx := t.Context()
+	nodes := p.c.Nodes()
+	victim := nodes[len(nodes)-1]
+	start := time.Now()
+	if err := p.c.StopNode(ctx, victim.Name); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = p.c.StartNode(context.Background(), victim.Name)
+		}
+	})
+	if err := p.waitNodeReady(ctx, victim.Name, false, nodeLossTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node %s NotReady %s after stop", victim.Name, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	if err := p.c.StartNode(ctx, victim.Name); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	if err := p.waitNodeReady(ctx, victim.Name, true, nodeBackTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node %s Ready %s after start", victim.Name, time.Since(start).Round(time.Millisecond))
+	pod := p.waitPodReady(t, p.members[len(p.members)-1])
+	t.Logf("Pod %s Ready again on %s after %s", pod.Name, pod.Spec.NodeName, time.Since(start).Round(time.Millisecond))
 }
 
 func (p *probe) createServicesAndPDB(t *testing.T) {
@@ -401,6 +414,7 @@ func (p *probe) waitNodeReady(ctx context.Context, name string, ready bool, time
 
 // dump logs what a failed probe needs: the namespace's Pods and events.
 func (p *probe) dump(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pods, err := p.kube.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{})
@@ -433,7 +447,10 @@ func poll(ctx context.Context, timeout time.Duration, what string, check func() 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting %s for %s: %w (last error: %v)", timeout, what, ctx.Err(), last)
+			if last != nil {
+				return fmt.Errorf("waiting %s for %s: %w (last error: %w)", timeout, what, ctx.Err(), last)
+			}
+			return fmt.Errorf("waiting %s for %s: %w", timeout, what, ctx.Err())
 		case <-time.After(pollEvery):
 		}
 	}
