@@ -367,3 +367,14 @@ func (c *closable) Close() error {
 	c.n.mu.Unlock()
 	return nil
 }
+
+// lead makes the member with hex ID id the leader (a test's stand-in for an election).
+func (f *fakeEtcd) lead(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.IDHex() == id && !m.IsLearner && m.up {
+			f.leader = m.ID
+		}
+	}
+}
