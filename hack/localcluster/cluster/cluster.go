@@ -146,6 +146,12 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	defer unlock()
 	start := time.Now()
+	if _, err := os.Stat(c.layout.state()); errors.Is(err, os.ErrNotExist) {
+		// A new cluster: start its logs afresh (a running cluster keeps appending).
+		if err := os.RemoveAll(c.layout.logs()); err != nil {
+			return err
+		}
+	}
 	var archives []string
 	steps := []struct {
 		name string

@@ -193,6 +193,16 @@ func (c *Cluster) ctr(ctx context.Context, n Node, args ...string) (string, erro
 	return runTool(ctx, "ctr", append([]string{"--address", c.layout.containerdSocket(n), "--namespace", "k8s.io"}, args...)...)
 }
 
+// ContainerdSocket is the socket of the named node's containerd, for fault injection with
+// `ctr --address <socket> --namespace k8s.io`.
+func (c *Cluster) ContainerdSocket(node string) (string, error) {
+	n, err := c.nodeNamed(node)
+	if err != nil {
+		return "", err
+	}
+	return c.layout.containerdSocket(n), nil
+}
+
 // Nodes lists the cluster's nodes.
 func (c *Cluster) Nodes() []Node { return append([]Node(nil), c.nodes...) }
 
