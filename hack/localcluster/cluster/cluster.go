@@ -90,6 +90,10 @@ func New(opts Options) (*Cluster, error) {
 	for i := range opts.Nodes {
 		c.nodes = append(c.nodes, newNode(i))
 	}
+	// Unix socket paths are limited to 107 bytes; containerd adds ".ttrpc" to its socket.
+	if sock := c.layout.containerdSocket(c.nodes[len(c.nodes)-1]) + ".ttrpc"; len(sock) > 107 {
+		return nil, fmt.Errorf("socket path %s is longer than 107 bytes: set ETCD_OPERATOR_CACHE to a shorter folder", sock)
+	}
 	return c, nil
 }
 
