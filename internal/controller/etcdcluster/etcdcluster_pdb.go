@@ -37,6 +37,18 @@ func (p *pass) applyPDB(ctx context.Context, voters, target int32) error {
 		}
 		return nil
 	}
+	next := pdbUpdate(have, want)
+	if next == nil {
+		return nil
+	}
+	if err := p.r.client.Patch(ctx, next, client.MergeFrom(have)); err != nil {
+		return fmt.Errorf("updating PodDisruptionBudget %s: %w", key.Name, err)
+	}
+	return nil
+}
+
+// pdbUpdate returns have with the operator's fields set as in want, or nil when nothing changes.
+func pdbUpdate(have, want *policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBudget {
 	next := have.DeepCopy()
 	mergeOwnedMetadata(&next.Labels, want.Labels, have.Labels)
 	mergeOwnedMetadata(&next.Annotations, want.Annotations, have.Annotations)
@@ -45,8 +57,5 @@ func (p *pass) applyPDB(ctx context.Context, voters, target int32) error {
 	if equality.Semantic.DeepEqual(next, have) {
 		return nil
 	}
-	if err := p.r.client.Patch(ctx, next, client.MergeFrom(have)); err != nil {
-		return fmt.Errorf("updating PodDisruptionBudget %s: %w", key.Name, err)
-	}
-	return nil
+	return next
 }

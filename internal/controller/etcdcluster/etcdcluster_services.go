@@ -39,9 +39,22 @@ func (p *pass) ensureService(ctx context.Context, want *corev1.Service) error {
 	if err != nil {
 		return fmt.Errorf("reading Service %s: %w", want.Name, err)
 	}
+	next := serviceUpdate(have, want)
+	if next == nil {
+		return nil
+	}
+	if err := p.r.client.Patch(ctx, next, client.MergeFrom(have)); err != nil {
+		return fmt.Errorf("updating Service %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// serviceUpdate returns have with the fields the operator owns set as in want, or nil when
+// nothing changes.
+func serviceUpdate(have, want *corev1.Service) *corev1.Service {
 	next := have.DeepCopy()
-	mergeOwnedMetadata(&next.ObjectMeta.Labels, want.Labels, have.Labels)
-	mergeOwnedMetadata(&next.ObjectMeta.Annotations, want.Annotations, have.Annotations)
+	mergeOwnedMetadata(&next.Labels, want.Labels, have.Labels)
+	mergeOwnedMetadata(&next.Annotations, want.Annotations, have.Annotations)
 	next.Spec.Selector = want.Spec.Selector
 	next.Spec.Type = want.Spec.Type
 	next.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
@@ -50,10 +63,7 @@ func (p *pass) ensureService(ctx context.Context, want *corev1.Service) error {
 	if equality.Semantic.DeepEqual(next, have) {
 		return nil
 	}
-	if err := p.r.client.Patch(ctx, next, client.MergeFrom(have)); err != nil {
-		return fmt.Errorf("updating Service %s: %w", want.Name, err)
-	}
-	return nil
+	return next
 }
 
 // mergePorts keeps the node ports the API server allocated for ports that stay.
