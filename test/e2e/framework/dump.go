@@ -1,5 +1,3 @@
-//go:build e2e
-
 package framework
 
 import (
@@ -27,17 +25,6 @@ const APIGroup = "etcd-operator.cozystack.io"
 
 // maxLogBytes caps each dumped container log; the tail is what explains a failure.
 const maxLogBytes = 4 << 20
-
-// Dump writes the test namespace's diagnostics into f.ArtifactsDir and the operator's into
-// f.ArtifactsDir/operator. Secrets are never dumped: artifacts are published and a leaked
-// credential there would defeat the secret-leak canary tests.
-func (f *Test) Dump(ctx context.Context) error {
-	return errors.Join(
-		f.DumpNamespace(ctx, f.Namespace, f.ArtifactsDir, true),
-		f.DumpNamespace(ctx, OperatorNamespace, filepath.Join(f.ArtifactsDir, "operator"), false),
-		f.dumpNodes(ctx, f.ArtifactsDir),
-	)
-}
 
 // DumpNamespace writes into dir: events (events.yaml and a readable events.txt), Pods
 // (pods.yaml) with every container's current and previous logs (logs/<pod>/<container>.log),
@@ -169,7 +156,11 @@ func (s *Suite) writeLog(ctx context.Context, pod *corev1.Pod, container string,
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, stream)
+	n, err := io.Copy(out, stream)
+	if err == nil && n == 0 {
+		// An empty file reads like a failed dump; say that the log itself was empty.
+		_, err = out.WriteString("(empty log)\n")
+	}
 	return errors.Join(err, out.Close())
 }
 

@@ -4,6 +4,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,14 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/test/utils/timing"
 )
@@ -33,28 +27,6 @@ const (
 	// dumpTimeout bounds writing a failed test's diagnostics.
 	dumpTimeout = 2 * time.Minute
 )
-
-// Suite is the state shared by every test of one e2e run.
-type Suite struct {
-	// Kubeconfig is the path the clients were built from.
-	Kubeconfig string
-	// RESTConfig talks to the cluster under test.
-	RESTConfig *rest.Config
-	// Kube is the typed client.
-	Kube kubernetes.Interface
-	// Dynamic reads objects of any kind, e.g. the project's CRDs without importing api/.
-	Dynamic dynamic.Interface
-	// Discovery lists the API resources the cluster serves.
-	Discovery discovery.DiscoveryInterface
-	// ArtifactsDir receives timing.json, timing.md and one folder per failed test.
-	ArtifactsDir string
-	// Timing collects durations for the timing report.
-	Timing *timing.Recorder
-	// Cluster holds the fault injectors the cluster tool provides; nil parts are unsupported.
-	Cluster ClusterFaults
-	// Labels selects which tests run.
-	Labels LabelFilter
-}
 
 // suite is set by Main. Tests reach it through NewTest, never directly, so that a package
 // without Main fails with a clear message instead of a nil pointer.
@@ -100,51 +72,26 @@ func NewSuite(ctx context.Context, getenv func(string) string) (*Suite, error) {
 	// Dumps and waits make many small requests in bursts; the client-side default (5 QPS)
 	// would turn a failure dump into minutes of throttling.
 	cfg.QPS, cfg.Burst = 50, 100
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building Kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building dynamic client: %w", err)
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("finding the working dir: %w", err)
 	}
 	s := &Suite{
 		Kubeconfig:   path,
-		RESTConfig:   cfg,
-		Kube:         kube,
-		Dynamic:      dyn,
-		Discovery:    kube.Discovery(),
 		ArtifactsDir: ArtifactsDir(getenv, wd),
 		Timing:       timing.NewRecorder(),
-		Cluster:      clusterFaults(kube),
 		Labels:       ParseLabelFilter(getenv(EnvLabels)),
 	}
+	if err := s.NewClients(cfg); err != nil {
+		return nil, err
+	}
+	s.Cluster = clusterFaults(s.Kube)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	if _, err := kube.CoreV1().Namespaces().Get(cctx, metav1.NamespaceDefault, metav1.GetOptions{}); err != nil {
+	if _, err := s.Kube.CoreV1().Namespaces().Get(cctx, metav1.NamespaceDefault, metav1.GetOptions{}); err != nil {
 		return nil, fmt.Errorf("reaching the API server of %s (is the cluster up? `make cluster-up`): %w", path, err)
 	}
 	return s, nil
-}
-
-// NewClient returns a controller-runtime client whose scheme holds the client-go types and
-// whatever addToScheme adds (e.g. the project's v1alpha2.AddToScheme).
-func (s *Suite) NewClient(addToScheme ...func(*runtime.Scheme) error) (client.Client, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("building scheme: %w", err)
-		}
-	}
-	c, err := client.New(s.RESTConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("building controller-runtime client: %w", err)
-	}
-	return c, nil
 }
 
 // Test is one test's view of the suite: its own namespace, a context that ends with the test,
@@ -212,6 +159,17 @@ func NewTest(t *testing.T, labels ...Label) *Test {
 		}
 	})
 	return f
+}
+
+// Dump writes the test namespace's diagnostics into f.ArtifactsDir and the operator's into
+// f.ArtifactsDir/operator. Secrets are never dumped: artifacts are published and a leaked
+// credential there would defeat the secret-leak canary tests.
+func (f *Test) Dump(ctx context.Context) error {
+	return errors.Join(
+		f.DumpNamespace(ctx, f.Namespace, f.ArtifactsDir, true),
+		f.DumpNamespace(ctx, OperatorNamespace, filepath.Join(f.ArtifactsDir, "operator"), false),
+		f.dumpNodes(ctx, f.ArtifactsDir),
+	)
 }
 
 // Record adds a duration to the timing report under this test's name.
