@@ -111,13 +111,18 @@ func TestDumpNamespace(t *testing.T) {
 		t.Errorf("events.txt is not in time order:\n%s", events)
 	}
 	read("events.yaml")
-	_ = filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
-		if err != nil {
-			return err
+	var files []string
+	if err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
 		}
-		if b, rerr := os.ReadFile(path); rerr == nil && strings.Contains(string(b), "canary-s3cr3t") {
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
+		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), "canary-s3cr3t") {
 			t.Errorf("%s leaks a Secret value", path)
 		}
-		return nil
-	})
+	}
 }
