@@ -198,7 +198,7 @@ func clusterChangesThatMatter() predicate.Funcs {
 //  2. Build the scope once: the parent EtcdCluster (present, deleting, gone or unreadable, checked
 //     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
 //  3. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
-//     replicas, selector, conditions Ready, Updated, Healthy) is computed from this pass's
+//     replicas, selector, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
 //     observations and patched once, only if it changed.
 //  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
 //     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)

@@ -31,6 +31,9 @@ const (
 	ReasonTemplateUnknown    = "TemplateUnknown"
 
 	ReasonDataLost = "DataLost"
+
+	ReasonVersionMismatch = "VersionMismatch"
+	ReasonVersionMatched  = "VersionMatched"
 )
 
 // statusInput is everything the member's status is computed from: the member as fetched, the
@@ -81,6 +84,9 @@ func computeStatus(in statusInput, now metav1.Time) etcdv1alpha2.EtcdMemberStatu
 	}
 	set(etcdv1alpha2.ConditionReady, readyCondition(in))
 	set(etcdv1alpha2.ConditionUpdated, updatedCondition(in))
+	if c, ok := versionDriftedCondition(m); ok {
+		set(etcdv1alpha2.ConditionVersionDrifted, c)
+	}
 	if in.notes.memoryPodLost {
 		set(etcdv1alpha2.ConditionHealthy, condition{metav1.ConditionFalse, ReasonDataLost,
 			"the Pod of this Memory member is gone and its data with it; the member must be replaced"})
@@ -157,6 +163,20 @@ func updatedCondition(in statusInput) condition {
 		return condition{metav1.ConditionFalse, ReasonReplacementPending, msg + "; a Memory member is replaced, not restarted"}
 	}
 	return condition{metav1.ConditionFalse, ReasonRestartPending, msg}
+}
+
+// versionDriftedCondition computes VersionDrifted: does the version the member reports (written
+// by the EtcdCluster controller from the member's own Status) differ from spec.version? It is
+// informational, meaningful during rolls; ok is false until a version has been reported.
+func versionDriftedCondition(m *etcdv1alpha2.EtcdMember) (condition, bool) {
+	running := m.Status.Version
+	switch running {
+	case "":
+		return condition{}, false
+	case m.Spec.Version:
+		return condition{metav1.ConditionFalse, ReasonVersionMatched, "member runs " + running + " as specified"}, true
+	}
+	return condition{metav1.ConditionTrue, ReasonVersionMismatch, "member runs " + running + ", spec.version is " + m.Spec.Version}, true
 }
 
 // podReady reports the Pod's Ready condition.

@@ -159,6 +159,8 @@ func TestComputeStatus(t *testing.T) {
 					Message: "pod is ready and member a1 is a voter", ObservedGeneration: 3, LastTransitionTime: now},
 				{Type: etcdv1alpha2.ConditionUpdated, Status: metav1.ConditionTrue, Reason: ReasonTemplateCurrent,
 					Message: "pod runs template h1", ObservedGeneration: 3, LastTransitionTime: now},
+				{Type: etcdv1alpha2.ConditionVersionDrifted, Status: metav1.ConditionFalse, Reason: ReasonVersionMatched,
+					Message: "member runs 3.6.5 as specified", ObservedGeneration: 3, LastTransitionTime: now},
 			},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -218,4 +220,20 @@ func TestComputeStatus(t *testing.T) {
 			t.Errorf("Healthy = %+v, want False/%s", c, ReasonDataLost)
 		}
 	})
+}
+
+func TestVersionDriftedCondition(t *testing.T) {
+	t.Parallel()
+	running := func(v string) func(*etcdv1alpha2.EtcdMember) {
+		return func(m *etcdv1alpha2.EtcdMember) { m.Status.Version = v }
+	}
+	if _, ok := versionDriftedCondition(member()); ok {
+		t.Error("VersionDrifted set before any version was reported")
+	}
+	if c, ok := versionDriftedCondition(member(running("3.6.5"))); !ok || c.status != metav1.ConditionFalse || c.reason != ReasonVersionMatched {
+		t.Errorf("matching version: %+v", c)
+	}
+	if c, ok := versionDriftedCondition(member(running("3.5.21"))); !ok || c.status != metav1.ConditionTrue || c.reason != ReasonVersionMismatch {
+		t.Errorf("older running version: %+v", c)
+	}
 }
