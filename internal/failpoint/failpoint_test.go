@@ -6,7 +6,7 @@ import (
 
 // The tests share the package-level arming, so they do not run in parallel.
 
-func TestInjectRunsOnlyTheArmedStep(t *testing.T) { //nolint:tparallel // package-level state
+func TestInjectRunsOnlyTheArmedStep(t *testing.T) {
 	var hits []string
 	SetAction(LearnerAdded, func(step string) { hits = append(hits, step) })
 	t.Cleanup(Disarm)

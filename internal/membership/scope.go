@@ -145,16 +145,6 @@ func (s *Scope) MemberOf(e etcdclient.Member) (Member, bool) {
 	return Member{}, false
 }
 
-// member returns the EtcdMember named name.
-func (s *Scope) member(name string) (Member, bool) {
-	for _, m := range s.Members {
-		if m.Name == name {
-			return m, true
-		}
-	}
-	return Member{}, false
-}
-
 // Running returns the running members (neither dormant nor being deleted), sorted by name.
 func (s *Scope) Running() []Member {
 	var out []Member

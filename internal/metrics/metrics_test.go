@@ -7,7 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func TestClustersByReason(t *testing.T) { //nolint:tparallel // package-level state
+// The tests share package-level state, so they do not run in parallel.
+func TestClustersByReason(t *testing.T) {
 	SetClusterConditions("ns/a", map[string]ConditionState{"Available": {"True", "QuorumHealthy"}})
 	SetClusterConditions("ns/b", map[string]ConditionState{"Available": {"True", "QuorumHealthy"}})
 	SetClusterConditions("ns/c", map[string]ConditionState{"Available": {"False", "QuorumLost"}})
@@ -23,7 +24,7 @@ func TestClustersByReason(t *testing.T) { //nolint:tparallel // package-level st
 	ForgetCluster("ns/b")
 }
 
-func TestCounters(t *testing.T) { //nolint:tparallel // package-level state
+func TestCounters(t *testing.T) {
 	MembershipAction("Promote", OutcomeWaiting)
 	if got := testutil.ToFloat64(membershipActions.WithLabelValues("Promote", OutcomeWaiting)); got != 1 {
 		t.Errorf("promote waiting = %v, want 1", got)

@@ -2,7 +2,6 @@ package etcdcluster_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
-	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -70,50 +68,10 @@ func TestBootstrapThreeMembers(t *testing.T) {
 	w.startController()
 	w.newCluster("three", 3)
 
-	var sawBelowTarget, sawPDB bool
-	eventually(t, convergeTimeout, "three members converged", func() error {
-		ctx := context.Background()
-		c := w.cluster("three")
-		ms, err := w.members(ctx, "three")
-		if err != nil {
-			return err
-		}
-		seeds := 0
-		for _, m := range ms {
-			if m.Spec.Bootstrap {
-				seeds++
-			}
-		}
-		if seeds > 1 {
-			t.Fatalf("%d seeds created", seeds)
-		}
-		voters := 0
-		for _, e := range w.fake("three").snapshot() {
-			if !e.IsLearner {
-				voters++
-			}
-		}
-		av := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionAvailable)
-		if av != nil && av.Status == metav1.ConditionTrue && c.Status.ReadyMembers < 2 {
-			t.Fatalf("Available=True with %d Ready members", c.Status.ReadyMembers)
-		}
-		if av != nil && av.Reason == membership.ReasonBelowTargetQuorum {
-			sawBelowTarget = true
-		}
-		n, err := w.pdbMinAvailable(ctx, "three")
-		if err != nil {
-			return err
-		}
-		if n != -1 {
-			sawPDB = true
-			if n != 2 {
-				t.Fatalf("PDB minAvailable = %d with %d voters of 3, want 2", n, voters)
-			}
-		}
-		return w.converged("three", 3)()
-	})
-	if !sawBelowTarget || !sawPDB {
-		t.Logf("observed BelowTargetQuorum=%v, PDB during bootstrap=%v (timing-dependent)", sawBelowTarget, sawPDB)
+	obs := &bootstrapObserver{t: t, w: w, name: "three"}
+	eventually(t, convergeTimeout, "three members converged", obs.check)
+	if !obs.sawBelowTarget || !obs.sawPDB {
+		t.Logf("observed BelowTargetQuorum=%v, PDB during bootstrap=%v (timing-dependent)", obs.sawBelowTarget, obs.sawPDB)
 	}
 	f := w.fake("three")
 	if f.maxLearn > 1 {
@@ -146,6 +104,50 @@ func TestBootstrapThreeMembers(t *testing.T) {
 	if n, _ := w.pdbMinAvailable(t.Context(), "three"); n != 2 {
 		t.Errorf("PDB minAvailable = %d, want 2", n)
 	}
-	_ = fmt.Sprint
-	_ = desired.PVCName
+}
+
+// bootstrapObserver checks, at every observation of a bootstrap of 3, what status and the PDB
+// say: one seed at most, Available never True before 2 members are Ready, the PDB protecting the
+// target's quorum (2) as soon as it exists.
+type bootstrapObserver struct {
+	t                      *testing.T
+	w                      *world
+	name                   string
+	sawBelowTarget, sawPDB bool
+}
+
+func (o *bootstrapObserver) check() error {
+	ctx := context.Background()
+	c := o.w.cluster(o.name)
+	ms, err := o.w.members(ctx, o.name)
+	if err != nil {
+		return err
+	}
+	seeds := 0
+	for _, m := range ms {
+		if m.Spec.Bootstrap {
+			seeds++
+		}
+	}
+	if seeds > 1 {
+		o.t.Fatalf("%d seeds created", seeds)
+	}
+	av := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionAvailable)
+	if av != nil && av.Status == metav1.ConditionTrue && c.Status.ReadyMembers < 2 {
+		o.t.Fatalf("Available=True with %d Ready members", c.Status.ReadyMembers)
+	}
+	if av != nil && av.Reason == membership.ReasonBelowTargetQuorum {
+		o.sawBelowTarget = true
+	}
+	n, err := o.w.pdbMinAvailable(ctx, o.name)
+	if err != nil {
+		return err
+	}
+	if n != -1 {
+		o.sawPDB = true
+		if n != 2 {
+			o.t.Fatalf("PDB minAvailable = %d during a bootstrap of 3, want 2", n)
+		}
+	}
+	return o.w.converged(o.name, 3)()
 }

@@ -2,7 +2,6 @@ package etcdcluster_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -35,6 +34,7 @@ type crashDriver struct {
 }
 
 func newCrashDriver(t *testing.T, w *world, cluster string) *crashDriver {
+	t.Helper()
 	d := &crashDriver{t: t, w: w, req: ctrl.Request{NamespacedName: client.ObjectKey{Namespace: w.ns, Name: cluster}},
 		hits: make(chan string, 1), reached: map[string]bool{}}
 	d.restart()
@@ -100,7 +100,7 @@ func (d *crashDriver) until(what string, check func() error) {
 //
 // Failpoints are process-wide, so this test runs alone: it is not parallel, and Go starts the
 // parallel tests of the package only after it returned.
-func TestCrashConsistency(t *testing.T) { //nolint:tparallel // failpoints are process-wide
+func TestCrashConsistency(t *testing.T) {
 	for _, step := range failpoint.Names {
 		t.Run(step, func(t *testing.T) {
 			if step == failpoint.OrphanRemoved {
@@ -114,37 +114,11 @@ func TestCrashConsistency(t *testing.T) { //nolint:tparallel // failpoints are p
 			t.Cleanup(failpoint.Disarm)
 
 			d.until("bootstrap of 3", w.converged(name, 3))
-			// Make the newest member lead and ask for it to go first: the scale-down must move
-			// leadership away before removing it.
-			ms, err := w.members(t.Context(), name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			newest := ms[0]
-			for _, m := range ms {
-				if m.CreationTimestamp.After(newest.CreationTimestamp.Time) || (m.CreationTimestamp.Equal(&newest.CreationTimestamp) && m.Name > newest.Name) {
-					newest = m
-				}
-			}
-			w.fake(name).lead(newest.Status.MemberID)
-			before := newest.DeepCopy()
-			newest.Annotations = map[string]string{etcdv1alpha2.AnnotationRemoveFirst: "test"}
-			if err := k8s.Patch(t.Context(), &newest, client.MergeFrom(before)); err != nil {
-				t.Fatal(err)
-			}
+			leadAndGoFirst(t, w, name)
 			w.setReplicas(name, 1)
 			d.until("scale-down to 1", w.converged(name, 1))
 			w.setReplicas(name, 0)
-			d.until("paused", func() error {
-				ms, err := w.members(context.Background(), name)
-				if err != nil {
-					return err
-				}
-				if len(ms) != 1 || !ms[0].Spec.Dormant {
-					return fmt.Errorf("%d members, want one dormant", len(ms))
-				}
-				return consistent(w, w.cluster(name))
-			})
+			d.until("paused", w.paused(name))
 			w.setReplicas(name, 2)
 			d.until("resumed to 2", w.converged(name, 2))
 
@@ -156,6 +130,42 @@ func TestCrashConsistency(t *testing.T) { //nolint:tparallel // failpoints are p
 			}
 			checkNoDuplicateAdds(t, w.fake(name).mutations())
 		})
+	}
+}
+
+// leadAndGoFirst makes the newest member lead and asks for it to be removed first: the
+// scale-down must move leadership away before removing it.
+func leadAndGoFirst(t *testing.T, w *world, name string) {
+	t.Helper()
+	ms, err := w.members(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := ms[0]
+	for _, m := range ms {
+		if m.CreationTimestamp.After(newest.CreationTimestamp.Time) || (m.CreationTimestamp.Equal(&newest.CreationTimestamp) && m.Name > newest.Name) {
+			newest = m
+		}
+	}
+	w.fake(name).lead(newest.Status.MemberID)
+	before := newest.DeepCopy()
+	newest.Annotations = map[string]string{etcdv1alpha2.AnnotationRemoveFirst: "test"}
+	if err := k8s.Patch(t.Context(), &newest, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// paused checks that one dormant member is left and the invariants hold.
+func (w *world) paused(name string) func() error {
+	return func() error {
+		ms, err := w.members(context.Background(), name)
+		if err != nil {
+			return err
+		}
+		if len(ms) != 1 || !ms[0].Spec.Dormant {
+			return fmt.Errorf("%d members, want one dormant", len(ms))
+		}
+		return consistent(w, w.cluster(name))
 	}
 }
 
@@ -173,5 +183,3 @@ func checkNoDuplicateAdds(t *testing.T, calls []string) {
 		seen[c] = true
 	}
 }
-
-var _ = errors.New

@@ -194,7 +194,7 @@ func (w *world) converged(name string, n int) func() error {
 			c.Status.ObservedGeneration != c.Generation || pr.ObservedGeneration != c.Generation {
 			return fmt.Errorf("conditions %+v, generation %d observed %d", c.Status.Conditions, c.Generation, c.Status.ObservedGeneration)
 		}
-		if c.Status.ReadyMembers != int32(n) || c.Status.UpdatedMembers != int32(n) { //nolint:gosec // small
+		if c.Status.ReadyMembers != int32(n) || c.Status.UpdatedMembers != int32(n) {
 			return fmt.Errorf("readyMembers %d, updatedMembers %d, want %d", c.Status.ReadyMembers, c.Status.UpdatedMembers, n)
 		}
 		return nil

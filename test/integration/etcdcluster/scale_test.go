@@ -120,7 +120,7 @@ func TestPauseResume(t *testing.T) {
 			return errors.New("deadline still armed")
 		}
 		if n, err := w.pdbMinAvailable(context.Background(), "p"); err != nil || n != -1 {
-			return fmt.Errorf("PDB minAvailable %d (%v), want deleted", n, err)
+			return fmt.Errorf("PDB minAvailable %d, want deleted: %w", n, errors.Join(err, errNotYet))
 		}
 		return nil
 	})
