@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,6 +150,11 @@ func (p *probe) perPodDNS(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+	// CoreDNS has no upstream: any other name is NXDOMAIN, answered locally.
+	var dnsErr *net.DNSError
+	if addrs, err := p.c.LookupHost(ctx, "etcd.io"); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
+		t.Errorf("lookup of etcd.io through CoreDNS = %v, %v; want NXDOMAIN", addrs, err)
 	}
 	// From a Pod, through its resolv.conf (the kubelet points it at CoreDNS).
 	var endpoints []string
