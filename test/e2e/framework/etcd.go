@@ -6,9 +6,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdconn"
@@ -58,4 +62,70 @@ func (f *Test) RequireHashKVEqual(c *clientv3.Client, endpoints []string, timeou
 		f.T.Fatalf("HashKV differs: %s", rep)
 	}
 	return rep
+}
+
+// EndpointSetter is what FollowEndpoints updates; *traffic.Generator implements it.
+type EndpointSetter interface {
+	SetEndpoints(endpoints ...string) error
+}
+
+// followInterval is how often FollowEndpoints re-reads the member Pods.
+const followInterval = time.Second
+
+// FollowEndpoints keeps target's endpoints equal to the IPs of the Ready Pods matching selector
+// in the test namespace, re-reading them every second, until the returned stop function is
+// called or the test ends. Scenarios that replace or roll members run their traffic through it,
+// because a recreated Pod comes back under a new IP.
+func (f *Test) FollowEndpoints(target EndpointSetter, selector string, useTLS bool) (stop func()) {
+	ctx, cancel := context.WithCancel(f.Ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(followInterval)
+		defer ticker.Stop()
+		last := ""
+		for {
+			if eps := f.readyEndpoints(ctx, selector, useTLS); len(eps) > 0 && strings.Join(eps, ",") != last {
+				if err := target.SetEndpoints(eps...); err != nil {
+					f.T.Logf("following etcd endpoints: %v", err)
+				} else {
+					last = strings.Join(eps, ",")
+					f.T.Logf("etcd endpoints now %s", last)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	// Waiting for the goroutine before the test completes keeps its Logf calls legal.
+	f.T.Cleanup(stop)
+	return stop
+}
+
+// readyEndpoints returns the sorted client URLs of the Ready Pods matching selector; API
+// errors yield nil, so the caller keeps the endpoints it has.
+func (f *Test) readyEndpoints(ctx context.Context, selector string, useTLS bool) []string {
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil
+	}
+	var ready []corev1.Pod
+	for _, p := range pods.Items {
+		if PodReady(&p) && p.DeletionTimestamp == nil {
+			ready = append(ready, p)
+		}
+	}
+	eps, _ := etcdconn.PodEndpoints(ready, etcdconn.ClientPort, useTLS)
+	sort.Strings(eps)
+	return eps
 }

@@ -128,13 +128,48 @@ type Stats struct {
 type Generator struct {
 	cfg Config
 
+	// mu guards endpoints and clients, which SetEndpoints changes while traffic runs.
+	mu        sync.Mutex
+	endpoints []string
+	clients   []*clientv3.Client
+
 	requests, ackedPuts, failedPuts, gets, failedGets atomic.Int64
 	lastAcked                                         atomic.Int64 // unix nanos
 }
 
 // New returns a generator for cfg.
 func New(cfg Config) *Generator {
-	return &Generator{cfg: cfg.withDefaults()}
+	cfg = cfg.withDefaults()
+	return &Generator{cfg: cfg, endpoints: append([]string(nil), cfg.Endpoints...)}
+}
+
+// SetEndpoints replaces the endpoints of every client, live and future (the final reads). In
+// Kubernetes a recreated member Pod gets a new IP; tests that roll or replace members call this
+// as Pods change (see framework.FollowEndpoints), or traffic would stall once every original
+// Pod is gone. Clients built by Config.NewClient are updated too.
+func (g *Generator) SetEndpoints(endpoints ...string) error {
+	if len(endpoints) == 0 {
+		return errors.New("setting traffic endpoints: none given")
+	}
+	for _, ep := range endpoints {
+		if err := etcdconn.ValidateEndpoint(ep); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.endpoints = append([]string(nil), endpoints...)
+	for _, c := range g.clients {
+		c.SetEndpoints(endpoints...)
+	}
+	return nil
+}
+
+// Endpoints returns the endpoints in use.
+func (g *Generator) Endpoints() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.endpoints...)
 }
 
 // Stats returns the live counters; tests poll them to disrupt the cluster at a known point of
@@ -186,6 +221,14 @@ func (g *Generator) Run(ctx context.Context) (*Result, error) {
 		}
 		clients = append(clients, c)
 	}
+	g.mu.Lock()
+	g.clients = clients
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.clients = nil
+		g.mu.Unlock()
+	}()
 	keys := make([]string, cfg.Keys)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s%d", cfg.KeyPrefix, i)
@@ -226,7 +269,7 @@ func (g *Generator) dial(ctx context.Context) (*clientv3.Client, error) {
 		return g.cfg.NewClient(ctx)
 	}
 	return etcdconn.New(ctx, etcdconn.Options{
-		Endpoints: g.cfg.Endpoints, TLS: g.cfg.TLS, Username: g.cfg.Username, Password: g.cfg.Password,
+		Endpoints: g.Endpoints(), TLS: g.cfg.TLS, Username: g.cfg.Username, Password: g.cfg.Password,
 	})
 }
 

@@ -94,6 +94,45 @@ func TestTrafficSurvivesLeaderKill(t *testing.T) {
 	t.Log(rep)
 }
 
+// TestSetEndpointsMovesTraffic starts traffic against one member only, moves it to the other
+// two, and kills the first: writes must go on, as they must when Kubernetes replaces a member Pod
+// under a new IP.
+func TestSetEndpointsMovesTraffic(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c := etcdproc.StartForTest(ctx, t, etcdproc.Options{Size: 3})
+	gen := traffic.New(traffic.Config{Endpoints: []string{c.Members[0].ClientURL}, Clients: 2, Rate: 150, MaxDuration: time.Minute})
+	if err := gen.SetEndpoints("http://etcd-1.etcd.ns.svc:2379"); err == nil {
+		t.Error("SetEndpoints accepted a DNS name")
+	}
+	trafficCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	var res *traffic.Result
+	go func() {
+		var err error
+		res, err = gen.Run(trafficCtx)
+		done <- err
+	}()
+	waitAcked(ctx, t, gen, 50)
+	if err := gen.SetEndpoints(c.Members[1].ClientURL, c.Members[2].ClientURL); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Members[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitAcked(ctx, t, gen, gen.Stats().AckedPuts+100)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("traffic: %v", err)
+	}
+	if _, err := res.Verify(150, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+}
+
 // TestVerifyCatchesLostWrite shows that Verify fails when the store loses an acknowledged write:
 // the test rewrites a key to an older value behind the generator's back after traffic stops,
 // which is what a rolled-back member would serve.
