@@ -21,5 +21,5 @@ cluster-binaries: ## Build (or reuse) every pinned binary: Kubernetes, etcd for 
 	@go run ./hack/binaries all
 
 .PHONY: cluster-probe
-cluster-probe: ## Run the local cluster's probe tests (brings the cluster up if needed).
-	go test -tags e2e -count=1 -timeout 20m -v ./test/e2e/cluster/...
+cluster-probe: ## Run the local cluster's probe tests, node loss and down/up included (brings the cluster up if needed).
+	E2E_CLUSTER_DISRUPTIVE=1 go test -tags e2e -count=1 -timeout 20m -v ./test/e2e/cluster/...

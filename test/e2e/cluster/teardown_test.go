@@ -14,11 +14,10 @@ import (
 // TestDownLeavesNothingAndUpWorksAgain takes the cluster down, checks that no process, link,
 // iptables rule, route, mount or network namespace of it is left, then brings it back up, so
 // the suite ends with the cluster running as it found it. It runs after TestProbe (go test
-// takes files in name order: probe_test.go before teardown_test.go) and is skipped with -short.
+// takes files in name order: probe_test.go before teardown_test.go), only when disruptive
+// checks are enabled (envDisruptive).
 func TestDownLeavesNothingAndUpWorksAgain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes the shared cluster down")
-	}
+	requireDisruptive(t)
 	c, err := cluster.New(cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
