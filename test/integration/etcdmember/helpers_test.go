@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,8 +214,9 @@ func markPodRunning(t *testing.T, p *corev1.Pod, ip string, ready bool) {
 	}
 }
 
-// waitCondition waits until the member's condition has the given status and reason.
-func waitCondition(t *testing.T, m *etcdv1alpha2.EtcdMember, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+// waitCondition waits until the member's condition has the given status and reason and, when
+// given, a message containing each of contains.
+func waitCondition(t *testing.T, m *etcdv1alpha2.EtcdMember, condType string, status metav1.ConditionStatus, reason string, contains ...string) *metav1.Condition {
 	t.Helper()
 	var got *metav1.Condition
 	eventually(t, convergeTimeout, fmt.Sprintf("%s=%s/%s on %s", condType, status, reason, m.Name), func(ctx context.Context) error {
@@ -227,6 +230,11 @@ func waitCondition(t *testing.T, m *etcdv1alpha2.EtcdMember, condType string, st
 		}
 		if got.Status != status || got.Reason != reason {
 			return fmt.Errorf("%s/%s: %s", got.Status, got.Reason, got.Message)
+		}
+		for _, sub := range contains {
+			if !strings.Contains(got.Message, sub) {
+				return fmt.Errorf("%s/%s: message %q lacks %q", got.Status, got.Reason, got.Message, sub)
+			}
 		}
 		return nil
 	})
@@ -258,4 +266,24 @@ func hasArg(p *corev1.Pod, arg string) bool {
 		}
 	}
 	return false
+}
+
+// countEvents counts the Events of one type and reason regarding an object, repeats folded into
+// a series included.
+func countEvents(ctx context.Context, ns, regarding, eventType, reason string) (int, error) {
+	var list eventsv1.EventList
+	if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.Reason != reason || e.Regarding.Name != regarding || e.Type != eventType {
+			continue
+		}
+		n++
+		if e.Series != nil {
+			n += int(e.Series.Count) - 1
+		}
+	}
+	return n, nil
 }
