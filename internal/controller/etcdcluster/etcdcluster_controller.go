@@ -144,7 +144,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 //     every member endpoint, alarms, leader) through the pooled client.
 //  4. Ensure the always-on objects: headless and client Services.
 //  5. Latch or adopt the target (status.observed, progressDeadline).
-//  6. Sync member status fields memberID, isVoter and version from etcd.
+//  6. Sync member status fields memberID, isVoter and version from etcd, and the in-place part
+//     of the latched template (additionalMetadata, imagePullSecrets) onto existing members.
 //  7. Plan one step with membership.Next and execute it (quorum-gated), with an Event.
 //  8. Always (deferred, every path): compute status and conditions, apply the PDB, patch status
 //     once if it changed, record metrics.
@@ -190,6 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{"services", p.ensureServices},
 		{"lock", p.latch},
 		{"memberStatus", p.syncMemberStatus},
+		{"inPlace", p.syncInPlaceTemplate},
 		{"plan", p.planAndAct},
 	} {
 		start := time.Now()

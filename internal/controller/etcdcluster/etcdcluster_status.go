@@ -84,6 +84,32 @@ func (p *pass) syncMemberStatus(ctx context.Context) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
+// syncInPlaceTemplate applies the in-place part of the latched template to existing members:
+// additionalMetadata and imagePullSecrets. Neither restarts etcd (the member controller merges
+// metadata onto the Pod and PVC in place and uses pull Secrets at the next Pod creation), so they
+// need no roll and no lock step (api.md §2.6).
+func (p *pass) syncInPlaceTemplate(ctx context.Context) (ctrl.Result, error) {
+	o := p.cluster.Status.Observed
+	if o == nil {
+		return ctrl.Result{}, nil
+	}
+	for i := range p.members {
+		m := &p.members[i]
+		if !m.DeletionTimestamp.IsZero() ||
+			(equality.Semantic.DeepEqual(m.Spec.AdditionalMetadata, o.AdditionalMetadata) &&
+				equality.Semantic.DeepEqual(m.Spec.ImagePullSecrets, o.ImagePullSecrets)) {
+			continue
+		}
+		before := m.DeepCopy()
+		m.Spec.AdditionalMetadata = o.AdditionalMetadata.DeepCopy()
+		m.Spec.ImagePullSecrets = slices.Clone(o.ImagePullSecrets)
+		if err := p.r.client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, fmt.Errorf("updating the in-place template of EtcdMember %s: %w", m.Name, err)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
 // patchMemberStatus merge-patches the three status fields this controller owns, leaving the
 // member controller's fields (podName, podUID, pvcName, replicas, selector, conditions) alone.
 func (p *pass) patchMemberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, id string, voter bool, version string) error {

@@ -2,10 +2,13 @@ package etcdcluster_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +60,44 @@ func TestBootstrapOneMember(t *testing.T) {
 	if got := w.fake("one").mutations(); len(got) != 0 {
 		t.Errorf("a one-member bootstrap made etcd mutations: %v", got)
 	}
+	eventually(t, convergeTimeout, "bootstrap Events", func() error {
+		var evs eventsv1.EventList
+		if err := k8s.List(context.Background(), &evs, client.InNamespace(w.ns)); err != nil {
+			return err
+		}
+		seen := map[string]int{}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "one" {
+				seen[e.Reason]++
+			}
+		}
+		if seen["SeedCreated"] != 1 || seen["ClusterBootstrapped"] != 1 {
+			return fmt.Errorf("events by reason: %v", seen)
+		}
+		return nil
+	})
+
+	// additionalMetadata reaches the Services and the member in place.
+	before := c.DeepCopy()
+	c.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Labels: map[string]string{"team": "db"}}
+	if err := k8s.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, convergeTimeout, "additionalMetadata applied in place", func() error {
+		svc := &corev1.Service{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: "one-client"}, svc); err != nil {
+			return err
+		}
+		ms, err := w.members(context.Background(), "one")
+		if err != nil || len(ms) != 1 {
+			return fmt.Errorf("members: %d, %w", len(ms), errors.Join(err, errNotYet))
+		}
+		if svc.Labels["team"] != "db" || ms[0].Spec.AdditionalMetadata == nil || ms[0].Spec.AdditionalMetadata.Labels["team"] != "db" {
+			return fmt.Errorf("service labels %v, member metadata %+v", svc.Labels, ms[0].Spec.AdditionalMetadata)
+		}
+		return nil
+	})
+	eventually(t, convergeTimeout, "converged on the new generation", w.converged("one", 1))
 }
 
 // TestBootstrapThreeMembers checks the whole bootstrap of 3 and, while it runs, what status and
