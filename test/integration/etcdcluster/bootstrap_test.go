@@ -60,22 +60,7 @@ func TestBootstrapOneMember(t *testing.T) {
 	if got := w.fake("one").mutations(); len(got) != 0 {
 		t.Errorf("a one-member bootstrap made etcd mutations: %v", got)
 	}
-	eventually(t, convergeTimeout, "bootstrap Events", func() error {
-		var evs eventsv1.EventList
-		if err := k8s.List(context.Background(), &evs, client.InNamespace(w.ns)); err != nil {
-			return err
-		}
-		seen := map[string]int{}
-		for _, e := range evs.Items {
-			if e.Regarding.Name == "one" {
-				seen[e.Reason]++
-			}
-		}
-		if seen["SeedCreated"] != 1 || seen["ClusterBootstrapped"] != 1 {
-			return fmt.Errorf("events by reason: %v", seen)
-		}
-		return nil
-	})
+	eventually(t, convergeTimeout, "bootstrap Events", w.eventsOnce("one", "SeedCreated", "ClusterBootstrapped"))
 
 	// additionalMetadata reaches the Services and the member in place.
 	before := c.DeepCopy()
@@ -83,20 +68,7 @@ func TestBootstrapOneMember(t *testing.T) {
 	if err := k8s.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "additionalMetadata applied in place", func() error {
-		svc := &corev1.Service{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: "one-client"}, svc); err != nil {
-			return err
-		}
-		ms, err := w.members(context.Background(), "one")
-		if err != nil || len(ms) != 1 {
-			return fmt.Errorf("members: %d, %w", len(ms), errors.Join(err, errNotYet))
-		}
-		if svc.Labels["team"] != "db" || ms[0].Spec.AdditionalMetadata == nil || ms[0].Spec.AdditionalMetadata.Labels["team"] != "db" {
-			return fmt.Errorf("service labels %v, member metadata %+v", svc.Labels, ms[0].Spec.AdditionalMetadata)
-		}
-		return nil
-	})
+	eventually(t, convergeTimeout, "additionalMetadata applied in place", w.labelledInPlace("one", "team", "db"))
 	eventually(t, convergeTimeout, "converged on the new generation", w.converged("one", 1))
 }
 
@@ -191,4 +163,45 @@ func (o *bootstrapObserver) check() error {
 		}
 	}
 	return o.w.converged(o.name, 3)()
+}
+
+// eventsOnce checks that exactly one Event of each reason regards cluster.
+func (w *world) eventsOnce(cluster string, reasons ...string) func() error {
+	return func() error {
+		var evs eventsv1.EventList
+		if err := k8s.List(context.Background(), &evs, client.InNamespace(w.ns)); err != nil {
+			return err
+		}
+		seen := map[string]int{}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == cluster {
+				seen[e.Reason]++
+			}
+		}
+		for _, r := range reasons {
+			if seen[r] != 1 {
+				return fmt.Errorf("events by reason: %v", seen)
+			}
+		}
+		return nil
+	}
+}
+
+// labelledInPlace checks that the client Service and the cluster's only member carry the
+// additionalMetadata label key=value.
+func (w *world) labelledInPlace(cluster, key, value string) func() error {
+	return func() error {
+		svc := &corev1.Service{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: cluster + "-client"}, svc); err != nil {
+			return err
+		}
+		ms, err := w.members(context.Background(), cluster)
+		if err != nil || len(ms) != 1 {
+			return fmt.Errorf("members: %d, %w", len(ms), errors.Join(err, errNotYet))
+		}
+		if svc.Labels[key] != value || ms[0].Spec.AdditionalMetadata == nil || ms[0].Spec.AdditionalMetadata.Labels[key] != value {
+			return fmt.Errorf("service labels %v, member metadata %+v", svc.Labels, ms[0].Spec.AdditionalMetadata)
+		}
+		return nil
+	}
 }
