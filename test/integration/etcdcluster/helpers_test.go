@@ -24,6 +24,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
@@ -47,6 +48,9 @@ type world struct {
 	mu      sync.Mutex
 	fakes   map[string]*fakeEtcd
 	unready map[string]bool // member Pods the kubelet reports not Ready
+	// kubeletOnly leaves Pods, PVCs and member status to the real EtcdMember controller: the
+	// fake then only runs the Pods it creates and their etcd processes.
+	kubeletOnly bool
 }
 
 // newWorld creates a namespace and starts the fake kubelet in it.
@@ -104,6 +108,11 @@ func (w *world) startController(opts ...etcdcluster.Option) {
 	opts = append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter)}, opts...)
 	if err := etcdcluster.NewFromManager(mgr, w.pool, opts...).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
+	}
+	if w.kubeletOnly {
+		if err := etcdmember.SetupWithManager(mgr, etcdmember.WithEtcdClients(w.pool)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -65,6 +65,9 @@ func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) er
 }
 
 func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fakeEtcd, m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) error {
+	if w.kubeletOnly {
+		return w.kubelet(ctx, c, f, m, pod)
+	}
 	peer := desired.PeerURL(m)
 	wantPod := m.Spec.InitialCluster != "" && !m.Spec.Dormant && m.DeletionTimestamp.IsZero()
 	switch {
@@ -240,4 +243,31 @@ func (w *world) isUnready(name string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.unready[name]
+}
+
+// kubelet runs the Pod the real EtcdMember controller created: a new Pod gets an IP and becomes
+// Running and Ready, a terminating one is removed at once, and the member's etcd process follows.
+func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fakeEtcd, m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) error {
+	peer := desired.PeerURL(m)
+	switch {
+	case pod == nil:
+		return nil
+	case !pod.DeletionTimestamp.IsZero():
+		f.stop(peer)
+		return client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	case pod.Status.PodIP == "":
+		pod.Status = corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: net0.allocate(f),
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		}
+		if err := k8s.Status().Update(ctx, pod); err != nil {
+			return fmt.Errorf("starting Pod %s: %w", pod.Name, err)
+		}
+	}
+	clientURL := membership.ClientURL(pod.Status.PodIP, false)
+	if m.Spec.Bootstrap && c.Status.ClusterID == "" {
+		f.bootstrap(m.Name, peer, clientURL)
+	}
+	f.start(m.Name, peer, clientURL)
+	return nil
 }
