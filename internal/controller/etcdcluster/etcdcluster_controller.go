@@ -12,10 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -36,6 +38,11 @@ const (
 	healthResync = 30 * time.Second
 	// conflictRetry is how soon a pass that hit a write conflict runs again.
 	conflictRetry = time.Second
+	// errorBackoffBase and errorBackoffMax bound the back-off after a failed pass
+	// (behaviour.md §1): the library's default cap of about 16 minutes is too slow for a
+	// cluster that lost a member.
+	errorBackoffBase = 5 * time.Millisecond
+	errorBackoffMax  = 5 * time.Minute
 )
 
 // clientPool hands out one etcd client per cluster, reused across passes (etcdclient.Pool).
@@ -119,6 +126,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, byClusterLabel).
 		Watches(&corev1.PersistentVolumeClaim{}, byClusterLabel).
+		WithOptions(controller.Options{
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](errorBackoffBase, errorBackoffMax),
+		}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", ControllerName, err)
