@@ -35,11 +35,22 @@ func TestPVCAndPodCreated(t *testing.T) {
 		}
 	})
 
-	pod := waitPod(t, m)
-	pvc, err := getPVC(t.Context(), m)
-	if err != nil {
-		t.Fatalf("the Pod exists but its PVC does not: %v", err)
-	}
+	waitPod(t, m)
+	// additionalMetadata is applied right after each creation, in a write of its own.
+	var pod *corev1.Pod
+	var pvc *corev1.PersistentVolumeClaim
+	eventually(t, convergeTimeout, "Pod and PVC carry additionalMetadata", func(ctx context.Context) (err error) {
+		if pod, err = getPod(ctx, m); err != nil {
+			return err
+		}
+		if pvc, err = getPVC(ctx, m); err != nil {
+			return err
+		}
+		if pod.Labels["team"] == "" || pod.Annotations["note"] == "" || pvc.Labels["team"] == "" {
+			return fmt.Errorf("Pod %v %v, PVC %v", pod.Labels, pod.Annotations, pvc.Labels)
+		}
+		return nil
+	})
 	m, _ = getMember(t.Context(), m)
 	checkPVC(t, pvc, c, m)
 	checkPod(t, pod, m, pvc)
@@ -612,9 +623,10 @@ func TestFailedPodRecreatedFromPVC(t *testing.T) {
 	}
 
 	// Evicted: the kubelet marks the Pod Failed.
+	base := pod.DeepCopy()
 	pod.Status.Phase = corev1.PodFailed
 	pod.Status.Reason = "Evicted"
-	if err := k8sClient.Status().Update(t.Context(), pod); err != nil {
+	if err := k8sClient.Status().Patch(t.Context(), pod, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, convergeTimeout, "a new Pod replaces the Failed one", func(ctx context.Context) error {

@@ -205,11 +205,14 @@ func markPodRunning(t *testing.T, p *corev1.Pod, ip string, ready bool) {
 	if ready {
 		status = corev1.ConditionTrue
 	}
+	base := p.DeepCopy()
 	p.Status.Phase = corev1.PodRunning
 	p.Status.PodIP = ip
 	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
-	if err := k8sClient.Status().Update(t.Context(), p); err != nil {
+	// A merge patch without resourceVersion: the controller may have changed the Pod's metadata
+	// since p was read.
+	if err := k8sClient.Status().Patch(t.Context(), p, client.MergeFrom(base)); err != nil {
 		t.Fatalf("setting Pod %s status: %v", p.Name, err)
 	}
 }
