@@ -69,13 +69,21 @@ func TestFrameworkDataDirFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRestarts(t, f, "etcd", 3) // the kill, then at least one failed start on the corrupt db
-	// bbolt names the damage: "both meta pages are invalid ... invalid database".
-	logs, err := f.Kube.CoreV1().Pods(f.Namespace).GetLogs("etcd", &corev1.PodLogOptions{Container: "etcd", Previous: true}).DoRaw(f.Ctx)
-	if err != nil {
-		t.Fatalf("reading the failed start's log: %v", err)
-	}
-	if !strings.Contains(string(logs), "invalid database") {
-		t.Fatalf("the failed start's log does not report the corrupt db:\n%s", tail(string(logs), 5))
+	// bbolt names the damage: "both meta pages are invalid ... invalid database". The failed
+	// start is the current container while it crashes and the previous one once the kubelet
+	// restarted it (older ones are garbage-collected), so look at both.
+	if err := f.Poll("a failed start's log naming the corrupt db", time.Minute, func(ctx context.Context) (bool, string, error) {
+		var seen []string
+		for _, previous := range []bool{false, true} {
+			logs, err := f.Kube.CoreV1().Pods(f.Namespace).GetLogs("etcd", &corev1.PodLogOptions{Container: "etcd", Previous: previous}).DoRaw(ctx)
+			if err == nil && strings.Contains(string(logs), "invalid database") {
+				return true, "", nil
+			}
+			seen = append(seen, tail(string(logs), 2))
+		}
+		return false, strings.Join(seen, " | "), nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	// A wiped data dir: the next start bootstraps a new, empty single-member cluster.
