@@ -378,3 +378,13 @@ func (f *fakeEtcd) lead(id string) {
 		}
 	}
 }
+
+// addOrphan adds a learner that no EtcdMember explains, bypassing the rules (a test's stand-in
+// for an operator that crashed between an add and its patch, after which the member was lost).
+func (f *fakeEtcd) addOrphan(peer string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.members = append(f.members, &fakeMember{Member: etcdclient.Member{ID: f.nextID<<8 | 0x5e, PeerURLs: []string{peer}, IsLearner: true}})
+	f.countLearners()
+}
