@@ -7,6 +7,8 @@ E2E_ARTIFACTS ?= $(CURDIR)/artifacts
 E2E_TIMEOUT ?= 45m
 # Targets run before the tests; add `deploy` once the operator should be installed by e2e.
 E2E_SETUP ?= cluster-up
+# Packages to run; narrow it to iterate on one area (e.g. ./test/e2e/).
+E2E_PACKAGES ?= ./test/e2e/...
 E2E_GO_TEST = E2E_ARTIFACTS="$(E2E_ARTIFACTS)" nice go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v
 # Runs the setup targets and exports how long they took, so the timing report has "cluster-up".
 E2E_RUN_SETUP = start=$$(date +%s%N); \
@@ -19,12 +21,12 @@ E2E_RUN_SETUP = start=$$(date +%s%N); \
 .PHONY: e2e
 e2e: ## Bring the local cluster up and run the e2e smoke set (E2E_LABELS=smoke); report in artifacts/.
 	@$(E2E_RUN_SETUP); \
-	E2E_LABELS=smoke $(E2E_GO_TEST) ./test/e2e/...
+	E2E_LABELS=smoke $(E2E_GO_TEST) $(E2E_PACKAGES)
 
 .PHONY: e2e-full
 e2e-full: ## Bring the local cluster up and run every e2e test (or those in E2E_LABELS).
 	@$(E2E_RUN_SETUP); \
-	E2E_LABELS="$(E2E_LABELS)" $(E2E_GO_TEST) ./test/e2e/...
+	E2E_LABELS="$(E2E_LABELS)" $(E2E_GO_TEST) $(E2E_PACKAGES)
 
 .PHONY: e2e-build
 e2e-build: ## Type-check and vet the e2e packages without running them (no cluster needed).
