@@ -131,15 +131,11 @@ func (p *pass) event(eventType, reason, note string) {
 
 // memberEvent records an Event on the cluster that also names the member.
 func (p *pass) memberEvent(m *etcdv1alpha2.EtcdMember, eventType, reason, note string) {
-	var related *etcdv1alpha2.EtcdMember
-	if m != nil && m.UID != "" {
-		related = m
-	}
-	if related == nil {
-		p.r.recorder.Eventf(p.cluster, nil, eventType, reason, reason, "%s", note)
+	if m == nil || m.UID == "" {
+		p.event(eventType, reason, note)
 		return
 	}
-	p.r.recorder.Eventf(p.cluster, related, eventType, reason, reason, "%s", note)
+	p.r.recorder.Eventf(p.cluster, m, eventType, reason, reason, "%s", note)
 }
 
 func (p *pass) nsName() types.NamespacedName {

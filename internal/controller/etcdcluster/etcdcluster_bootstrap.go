@@ -37,7 +37,6 @@ func (p *pass) createMember(ctx context.Context, seed bool) error {
 			GenerateName:    c.Name + "-",
 			Namespace:       c.Namespace,
 			Labels:          desired.ClusterLabels(c.Name),
-			Annotations:     dataDirAnnotations(c),
 			OwnerReferences: []metav1.OwnerReference{newController(c)},
 		},
 		Spec: etcdv1alpha2.EtcdMemberSpec{
@@ -63,9 +62,6 @@ func (p *pass) createMember(ctx context.Context, seed bool) error {
 	p.memberEvent(m, corev1.EventTypeNormal, eventMemberCreated, "created member "+m.Name)
 	return nil
 }
-
-// dataDirAnnotations carries nothing today; members adopted by etcd-migrate get theirs from it.
-func dataDirAnnotations(*etcdv1alpha2.EtcdCluster) map[string]string { return nil }
 
 // initSeed is B2: pre-stamp the seed as a voter (it founds the cluster as one, and its Pod's
 // role label must not lag), then give it --initial-cluster = itself and its component label.
