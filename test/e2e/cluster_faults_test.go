@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+	"github.com/etcd-operator/etcd-operator/test/utils/traffic"
 )
 
 // TestFrameworkDataDirFaults exercises the cluster-tool faults on a single etcd Pod with a PVC:
@@ -187,5 +188,95 @@ func createSingleEtcd(t *testing.T, f *framework.Test, image, dataDir string) {
 	}
 	if _, err := f.Kube.CoreV1().Pods(f.Namespace).Create(f.Ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Pod: %v", err)
+	}
+}
+
+// TestFrameworkNodeLoss stops the node of one member of a plain etcd StatefulSet under write
+// traffic (kubelet and runtime with its containers, as a lost machine), waits until Kubernetes
+// marks it NotReady, starts it again and requires the member back, a linearizable history, no
+// acknowledged write missing and equal HashKV on all three members.
+func TestFrameworkNodeLoss(t *testing.T) {
+	// Not parallel: a stopped node disturbs every other test's Pods on it.
+	f := framework.NewTest(t, framework.Disruptive)
+	nodes := f.RequireNodeFaults()
+	image, err := f.EtcdImage(f.Ctx, os.Getenv, "3.6")
+	if err != nil {
+		t.Skipf("no etcd image on the nodes: %v", err)
+	}
+	const selector = "app.kubernetes.io/name=e2e-etcd"
+	createEtcdFixture(t, f, image)
+	pods, err := f.WaitForPodsReady(f.Ctx, f.Namespace, selector, 3, 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, endpoints := f.DialMembers(selector, nil)
+	gen := traffic.New(traffic.Config{Endpoints: endpoints, MaxDuration: 5 * time.Minute})
+	stopFollowing := f.FollowEndpoints(gen, selector, false)
+	defer stopFollowing()
+	trafficCtx, stop := context.WithCancel(f.Ctx)
+	defer stop()
+	done := make(chan struct{})
+	var res *traffic.Result
+	var runErr error
+	go func() {
+		defer close(done)
+		res, runErr = gen.Run(trafficCtx)
+	}()
+	waitAcked(t, f, gen, 100)
+
+	victim := pods[2]
+	node := victim.Spec.NodeName
+	started := false
+	t.Cleanup(func() {
+		if !started { // never leave a node stopped, whatever failed
+			_ = nodes.StartNode(context.Background(), node)
+		}
+	})
+	lost := time.Now()
+	if err := nodes.StopNode(f.Ctx, node); err != nil {
+		t.Fatalf("stopping node %s: %v", node, err)
+	}
+	if err := f.Poll("node "+node+" NotReady", 3*time.Minute, nodeCondition(f, node, false)); err != nil {
+		t.Fatal(err)
+	}
+	f.Record("node-notready-after-stop", time.Since(lost), node)
+	waitAcked(t, f, gen, gen.Stats().AckedPuts+100) // two of three members keep quorum
+	if err := nodes.StartNode(f.Ctx, node); err != nil {
+		t.Fatalf("starting node %s: %v", node, err)
+	}
+	started = true
+	if err := f.Measure("member-back-after-node-start", func() error {
+		_, err := f.WaitForPodsReady(f.Ctx, f.Namespace, selector, 3, 5*time.Minute)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitAcked(t, f, gen, gen.Stats().AckedPuts+100)
+	stop()
+	<-done
+	if runErr != nil {
+		t.Fatalf("traffic: %v", runErr)
+	}
+	t.Log(res)
+	f.Record("write-gap-max", res.WriteGap.Length, "plain etcd StatefulSet, one node stopped and started")
+	if _, err := res.Verify(300, f.ArtifactsDir); err != nil {
+		t.Fatal(err)
+	}
+	stopFollowing()
+	members := gen.Endpoints()
+	if len(members) != 3 {
+		t.Fatalf("traffic ended on endpoints %v, want all 3 members back", members)
+	}
+	t.Log(f.RequireHashKVEqual(cli, members, 2*time.Minute))
+}
+
+// nodeCondition is a Poll condition for a node's Ready condition being ready.
+func nodeCondition(f *framework.Test, node string, ready bool) framework.Condition {
+	return func(ctx context.Context) (bool, string, error) {
+		n, err := f.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return nodeReady(n) == ready, fmt.Sprintf("Ready=%t", nodeReady(n)), nil
 	}
 }
