@@ -1,6 +1,12 @@
 package operator
 
-import ctrl "sigs.k8s.io/controller-runtime"
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+)
 
 // controllerSetup registers one controller with the manager. It has the shape of kubebuilder's
 // SetupWithManager, so a reconciler's method value can be listed directly.
@@ -13,8 +19,21 @@ type controllerSetup func(mgr ctrl.Manager) error
 // etcd image repository and the cluster domain), so that the controller packages never import this
 // one. Concurrency needs no wiring: managerOptions sets it for every controller.
 //
-// The list is empty until the EtcdCluster, EtcdMember and EtcdSnapshot controllers land; a manager
-// without controllers still elects a leader and serves probes and metrics.
-func controllers(_ Options) []controllerSetup {
-	return nil
+// Each controller gets its own etcd client pool: a pool holds one client per cluster, keyed by the
+// endpoints it was dialled with, and the two controllers dial different endpoint sets (the cluster
+// controller every member, the member controller the ones it needs for its finalizer), so a shared
+// pool would close and re-dial on every alternation.
+func controllers(opts Options) []controllerSetup {
+	return []controllerSetup{
+		func(mgr ctrl.Manager) error {
+			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool()).SetupWithManager(mgr)
+		},
+		func(mgr ctrl.Manager) error {
+			return etcdmember.SetupWithManager(mgr,
+				etcdmember.WithImageRepository(opts.EtcdImageRepository),
+				etcdmember.WithClusterDomain(opts.ClusterDomain),
+				etcdmember.WithEtcdClients(etcdclient.NewPool()),
+			)
+		},
+	}
 }

@@ -18,6 +18,9 @@ import (
 // leaseName is the leader-election Lease of api.md §7.
 const leaseName = "aa20b3a9.etcd-operator.cozystack.io"
 
+// controllerNames are the controllers the operator registers; a clean stop waits for all of them.
+var controllerNames = []string{"etcdcluster", "etcdmember"}
+
 // Metric lines that tell whether a replica leads. client-go sets the gauge to 1 when the replica
 // acquires the Lease; a standby has no such series until it first leads.
 var (
@@ -40,6 +43,7 @@ func TestOperatorLifecycle(t *testing.T) {
 	t.Logf("Lease %s/%s held by %s", namespace, leaseName, holder)
 	// go_goroutines proves the Go runtime collectors are on the operator's registry.
 	op.waitForMetrics(ctx, t, goRuntimeTypes, leaderMetric)
+	op.waitForControllers(ctx, t, controllerNames...)
 
 	op.stop(t)
 	assertLeaseReleased(ctx, t, namespace)
@@ -56,6 +60,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	first := startOperator(t, namespace, "first")
 	firstHolder := waitForLeaseHolder(ctx, t, first, namespace, "")
 	first.waitForMetrics(ctx, t, leaderMetric)
+	first.waitForControllers(ctx, t, controllerNames...)
 
 	second := startOperator(t, namespace, "second")
 	// A standby is healthy and ready: readiness does not depend on leading, so a rollout can proceed

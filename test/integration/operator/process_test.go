@@ -233,3 +233,19 @@ func exitCode(err error) (int, error) {
 	}
 	return 0, fmt.Errorf("process did not exit by itself: %s", strconv.Quote(exitErr.String()))
 }
+
+// waitForControllers waits until every named controller has synced its caches and started its
+// workers. Stopping before that is legal but makes controller-runtime log cache-sync errors, which
+// the clean start-and-stop tests would rightly count as errors.
+func (o *operator) waitForControllers(ctx context.Context, t *testing.T, names ...string) {
+	t.Helper()
+	o.poll(ctx, t, "controllers "+strings.Join(names, ", ")+" to start their workers", func(context.Context) error {
+		logs := o.logs.String()
+		for _, name := range names {
+			if !strings.Contains(logs, `"msg":"Starting workers","controller":"`+name+`"`) {
+				return fmt.Errorf("controller %s has not started its workers", name)
+			}
+		}
+		return nil
+	})
+}
