@@ -140,3 +140,27 @@ func ownerUID(refs []metav1.OwnerReference) string {
 	}
 	return ""
 }
+
+// TestAdoptionInProgressIsLeftAlone: a cluster etcd-migrate is adopting gets no write at all.
+func TestAdoptionInProgressIsLeftAlone(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	c := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "adopt",
+			Annotations: map[string]string{etcdv1alpha2.AnnotationAdoptionInProgress: "true"}},
+		Spec: etcdv1alpha2.EtcdClusterSpec{Version: "3.6.5"},
+	}
+	if err := k8s.Create(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int64
+	cl := countingClient(t, &writes)
+	r := etcdcluster.New(cl, cl, &events.FakeRecorder{}, w.pool)
+	res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	if err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("Reconcile = %+v, %v", res, err)
+	}
+	if n := writes.Load(); n != 0 {
+		t.Errorf("%d writes to a cluster under adoption", n)
+	}
+}
