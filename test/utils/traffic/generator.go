@@ -214,8 +214,11 @@ func (g *Generator) Run(ctx context.Context) (*Result, error) {
 			_ = c.Close()
 		}
 	}()
+	// The clients live until Run returns, not until ctx ends: a client whose own context is
+	// cancelled aborts its in-flight requests, which would turn stopping traffic into unknown
+	// outcomes. Dialing is still bounded by the dial timeout.
 	for range cfg.Clients {
-		c, err := g.dial(ctx)
+		c, err := g.dial(context.WithoutCancel(ctx))
 		if err != nil {
 			return nil, err
 		}
