@@ -9,7 +9,9 @@ E2E_TIMEOUT ?= 45m
 E2E_SETUP ?= cluster-up
 # Packages to run; narrow it to iterate on one area (e.g. ./test/e2e/).
 E2E_PACKAGES ?= ./test/e2e/...
-E2E_GO_TEST = E2E_ARTIFACTS="$(E2E_ARTIFACTS)" nice go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v
+# -p 1: packages share one cluster, and one package's disruptive test (a stopped node) must not
+# land in the middle of another package's test.
+E2E_GO_TEST = E2E_ARTIFACTS="$(E2E_ARTIFACTS)" nice go test -tags e2e -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v
 # Runs the setup targets and exports how long they took, so the timing report has "cluster-up".
 E2E_RUN_SETUP = start=$$(date +%s%N); \
 	for target in $(E2E_SETUP); do $(MAKE) --no-print-directory $$target || exit $$?; done; \
