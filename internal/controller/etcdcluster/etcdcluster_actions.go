@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
@@ -87,7 +88,8 @@ func (p *pass) planAndAct(ctx context.Context) (ctrl.Result, error) {
 	case membership.KindSetDormant:
 		err = p.setDormant(ctx, a)
 	default:
-		return ctrl.Result{}, fmt.Errorf("the planner returned an unknown action %q", a.Kind)
+		// A planner/controller mismatch: retrying cannot help.
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("the planner returned an unknown action %q", a.Kind))
 	}
 	if err != nil {
 		return ctrl.Result{}, err

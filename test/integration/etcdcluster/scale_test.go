@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,7 +28,18 @@ func TestScaleThreeFiveThree(t *testing.T) {
 	eventually(t, convergeTimeout, "3 members", w.converged("s", 3))
 	clusterID := w.cluster("s").Status.ClusterID
 
-	w.setReplicas("s", 5)
+	// Scale through the /scale subresource, as kubectl scale and autoscalers do.
+	scale := &autoscalingv1.Scale{}
+	if err := k8s.SubResource("scale").Get(t.Context(), w.cluster("s"), scale); err != nil {
+		t.Fatalf("reading /scale: %v", err)
+	}
+	if scale.Status.Replicas != 3 || scale.Status.Selector != etcdv1alpha2.LabelCluster+"=s" {
+		t.Errorf("/scale status = %+v", scale.Status)
+	}
+	scale.Spec.Replicas = 5
+	if err := k8s.SubResource("scale").Update(t.Context(), w.cluster("s"), client.WithSubResourceBody(scale)); err != nil {
+		t.Fatalf("scaling through /scale: %v", err)
+	}
 	eventually(t, convergeTimeout, "5 members", w.converged("s", 5))
 	if n, _ := w.pdbMinAvailable(t.Context(), "s"); n != 3 {
 		t.Errorf("PDB minAvailable at 5 = %d, want 3", n)
