@@ -156,19 +156,47 @@ func (c *Cluster) Up(ctx context.Context) error {
 			return err
 		}
 	}
-	var archives []string
+	// Image archives (which rebuild the operator when its source changed) are built while
+	// the control plane starts; only the import waits for them.
+	var (
+		archives    []string
+		archivesErr error
+		archived    = make(chan struct{})
+		started     bool
+	)
+	defer func() {
+		if started {
+			<-archived // never leave a writer of the archives behind the lock
+		}
+	}()
+	buildArchives := func() error {
+		started = true
+		go func() {
+			defer close(archived)
+			t := time.Now()
+			archives, archivesErr = c.buildImages(ctx, c.etcdDirs)
+			c.logf("%-46s %6.1fs", "(image archives, in parallel)", time.Since(t).Seconds())
+		}()
+		return nil
+	}
+	importImages := func() error {
+		return c.startAPIServerAndImport(ctx, func() ([]string, error) {
+			<-archived
+			return archives, archivesErr
+		})
+	}
 	steps := []struct {
 		name string
 		fn   func() error
 	}{
 		{"host packages", func() error { return c.ensurePackages(ctx) }},
 		{"binaries (built once, cached)", func() error { return c.resolveBinaries(ctx) }},
-		{"image archives", func() (err error) { archives, err = c.buildImages(ctx, c.etcdDirs); return err }},
+		{"image archives started", buildArchives},
 		{"network (bridges, routes, guard rule)", func() error { return c.setUpNetwork(ctx) }},
 		{"certificates and kubeconfigs", c.ensurePKI},
 		{"configuration files", c.writeFiles},
 		{"etcd, containerd of every node", func() error { return c.startEtcdAndRuntimes(ctx) }},
-		{"kube-apiserver ready, images imported", func() error { return c.startAPIServerAndImport(ctx, archives) }},
+		{"kube-apiserver ready, images imported", importImages},
 		{"cluster objects (RBAC, storage)", func() error { return c.bootstrap(ctx) }},
 		{"controllers, kubelets, kube-proxy, CoreDNS", func() error { return c.startRest(ctx) }},
 		{"nodes Ready and DNS answering", func() error { return c.waitReady(ctx, 3*time.Minute) }},
@@ -221,13 +249,18 @@ func (c *Cluster) startEtcdAndRuntimes(ctx context.Context) error {
 	return c.waitEtcd(ctx, 30*time.Second)
 }
 
-func (c *Cluster) startAPIServerAndImport(ctx context.Context, archives []string) error {
+func (c *Cluster) startAPIServerAndImport(ctx context.Context, archives func() ([]string, error)) error {
 	if _, err := c.layout.start(c.apiServerProcess()); err != nil {
 		return err
 	}
 	importErr := make(chan error, 1)
 	go func() {
-		importErr <- c.forEachNode(func(n Node) error { return c.importImages(ctx, n, archives) })
+		paths, err := archives()
+		if err != nil {
+			importErr <- fmt.Errorf("building image archives: %w", err)
+			return
+		}
+		importErr <- c.forEachNode(func(n Node) error { return c.importImages(ctx, n, paths) })
 	}()
 	return errors.Join(c.waitAPIServer(ctx, 90*time.Second), <-importErr)
 }
