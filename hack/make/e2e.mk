@@ -13,7 +13,8 @@ E2E_PACKAGES ?= ./test/e2e/...
 # land in the middle of another package's test.
 E2E_GO_TEST = E2E_ARTIFACTS="$(E2E_ARTIFACTS)" nice go test -tags e2e -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v
 # Runs the setup targets and exports how long they took, so the timing report has "cluster-up".
-E2E_RUN_SETUP = start=$$(date +%s%N); \
+E2E_RUN_SETUP = rm -f "$(E2E_ARTIFACTS)/timing.json" "$(E2E_ARTIFACTS)/timing.md"; export E2E_TIMING_MERGE=1; \
+	start=$$(date +%s%N); \
 	for target in $(E2E_SETUP); do $(MAKE) --no-print-directory $$target || exit $$?; done; \
 	export E2E_SETUP_MS=$$(( ($$(date +%s%N) - start) / 1000000 )); \
 	export E2E_SETUP_NOTE="make $(E2E_SETUP)"

@@ -28,6 +28,10 @@ const (
 	EnvSetupMillis = "E2E_SETUP_MS"
 	// EnvSetupNote describes what the setup ran, e.g. "make cluster-up".
 	EnvSetupNote = "E2E_SETUP_NOTE"
+	// EnvTimingMerge makes each test binary add its measures to the run's timing report
+	// instead of replacing it, when "1". `make e2e` sets it after removing the old report, so
+	// every e2e package of one run lands in one report.
+	EnvTimingMerge = "E2E_TIMING_MERGE"
 )
 
 // SetupDuration returns the setup time passed in EnvSetupMillis, and false when it is absent

@@ -42,12 +42,20 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	suite = s
-	if d, ok := SetupDuration(os.Getenv); ok {
+	merge := os.Getenv(EnvTimingMerge) == "1"
+	firstWriter := !merge || !reportExists(s.ArtifactsDir)
+	if d, ok := SetupDuration(os.Getenv); ok && firstWriter {
+		// With several e2e packages in one run, the first one to write the report records
+		// the setup; the others find it there.
 		s.Timing.Record("", "cluster-up", d, os.Getenv(EnvSetupNote))
 	}
 	code := m.Run()
 	s.Timing.Record("", "suite", time.Since(s.Timing.Report().Started), fmt.Sprintf("exit code %d", code))
-	if err := s.Timing.WriteFiles(s.ArtifactsDir); err != nil {
+	write := s.Timing.WriteFiles
+	if merge {
+		write = s.Timing.MergeFiles
+	}
+	if err := write(s.ArtifactsDir); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: writing timing report: %v\n", err)
 		if code == 0 {
 			code = 1
@@ -56,6 +64,11 @@ func Main(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: timing report in %s\n", filepath.Join(s.ArtifactsDir, timing.MarkdownFile))
 	}
 	return code
+}
+
+func reportExists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, timing.JSONFile))
+	return err == nil
 }
 
 // NewSuite builds the clients from the configured kubeconfig and checks that the API server

@@ -2,6 +2,7 @@ package timing
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,6 +97,41 @@ func (r *Recorder) WriteFiles(dir string) error {
 		return fmt.Errorf("writing %s: %w", MarkdownFile, err)
 	}
 	return nil
+}
+
+// MergeFiles writes the report like WriteFiles, after prepending the entries of a JSONFile
+// already in dir. Several test binaries of one run (one per e2e package) each add their
+// measures this way; the run starts by removing the old report. The earliest start time wins.
+func (r *Recorder) MergeFiles(dir string) error {
+	prev, err := ReadFile(filepath.Join(dir, JSONFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return r.WriteFiles(dir)
+	}
+	if err != nil {
+		return err
+	}
+	merged := &Recorder{started: r.started}
+	if !prev.Started.IsZero() && prev.Started.Before(merged.started) {
+		merged.started = prev.Started
+	}
+	merged.entries = append(prev.Entries, r.Report().Entries...)
+	return merged.WriteFiles(dir)
+}
+
+// ReadFile reads a report written by WriteFiles.
+func ReadFile(path string) (Report, error) {
+	var rep Report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return rep, fmt.Errorf("reading timing report: %w", err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return rep, fmt.Errorf("decoding timing report %s: %w", path, err)
+	}
+	for i := range rep.Entries {
+		rep.Entries[i].Duration = time.Duration(rep.Entries[i].Seconds * float64(time.Second))
+	}
+	return rep, nil
 }
 
 // Markdown renders the report as a short markdown table, one row per entry in recording order.

@@ -88,6 +88,48 @@ func TestWriteFilesEmpty(t *testing.T) {
 	}
 }
 
+func TestMergeFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := NewRecorder()
+	first.Record("", "cluster-up", 4*time.Second, "make cluster-up")
+	if err := first.MergeFiles(dir); err != nil { // no report yet: plain write
+		t.Fatalf("MergeFiles: %v", err)
+	}
+	second := NewRecorder()
+	second.Record("TestProbe", "dns-ready", 1500*time.Millisecond, "")
+	if err := second.MergeFiles(dir); err != nil {
+		t.Fatalf("MergeFiles: %v", err)
+	}
+	rep, err := ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range rep.Entries {
+		names = append(names, e.Name+"="+e.Duration.String())
+	}
+	if diff := cmp.Diff([]string{"cluster-up=4s", "dns-ready=1.5s"}, names); diff != "" {
+		t.Errorf("merged entries (-want +got):\n%s", diff)
+	}
+	if !rep.Started.Equal(first.Report().Started) {
+		t.Errorf("merged start = %s, want the first recorder's %s", rep.Started, first.Report().Started)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| cluster-up |") || !strings.Contains(string(md), "| dns-ready |") {
+		t.Errorf("merged markdown lacks a row:\n%s", md)
+	}
+	if err := os.WriteFile(filepath.Join(dir, JSONFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.MergeFiles(dir); err == nil {
+		t.Error("MergeFiles over a corrupt report succeeded; it must not silently drop earlier measures")
+	}
+}
+
 func TestMeasureAndConcurrentRecord(t *testing.T) {
 	t.Parallel()
 	r := NewRecorder()
