@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -120,7 +121,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&etcdv1alpha2.EtcdCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			deadlineChanged()))).
 		Owns(&etcdv1alpha2.EtcdMember{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
@@ -134,6 +136,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("setting up the %s controller: %w", ControllerName, err)
 	}
 	return nil
+}
+
+// deadlineChanged passes status updates that move status.progressDeadline: a user (or kubectl
+// etcd retry) moving it into the past asks for adoption now, not at the next resync. The
+// controller's own arming and clearing pass too, once each, and cause no loop.
+func deadlineChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*etcdv1alpha2.EtcdCluster)
+		n, ok2 := e.ObjectNew.(*etcdv1alpha2.EtcdCluster)
+		if !ok1 || !ok2 {
+			return false
+		}
+		a, b := o.Status.ProgressDeadline, n.Status.ProgressDeadline
+		return (a == nil) != (b == nil) || (a != nil && !a.Equal(b))
+	}}
 }
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch
