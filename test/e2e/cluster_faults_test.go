@@ -257,11 +257,7 @@ func TestFrameworkNodeLoss(t *testing.T) {
 	if runErr != nil {
 		t.Fatalf("traffic: %v", runErr)
 	}
-	t.Log(res)
-	f.Record("write-gap-max", res.WriteGap.Length, "plain etcd StatefulSet, one node stopped and started")
-	if _, err := res.Verify(300, f.ArtifactsDir); err != nil {
-		t.Fatal(err)
-	}
+	f.VerifyTraffic(res, 300, "plain etcd StatefulSet, one node stopped and started")
 	stopFollowing()
 	members := gen.Endpoints()
 	if len(members) != 3 {

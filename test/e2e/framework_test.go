@@ -143,11 +143,7 @@ func TestFrameworkEtcdUnderPodFaults(t *testing.T) {
 	if runErr != nil {
 		t.Fatalf("traffic: %v", runErr)
 	}
-	t.Log(res)
-	f.Record("write-gap-max", res.WriteGap.Length, "plain etcd StatefulSet, one Pod deleted")
-	if _, err := res.Verify(200, f.ArtifactsDir); err != nil {
-		t.Fatal(err)
-	}
+	f.VerifyTraffic(res, 200, "plain etcd StatefulSet, one Pod deleted")
 	// Compare the two surviving members, the Ready Pods traffic followed.
 	stopFollowing()
 	survivors := gen.Endpoints()

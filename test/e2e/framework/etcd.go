@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdconn"
 	"github.com/etcd-operator/etcd-operator/test/utils/hashkv"
+	"github.com/etcd-operator/etcd-operator/test/utils/traffic"
 )
 
 // MemberEndpoints returns the client URLs of the Pods matching selector in namespace, by Pod IP
@@ -128,4 +129,19 @@ func (f *Test) readyEndpoints(ctx context.Context, selector string, useTLS bool)
 	eps, _ := etcdconn.PodEndpoints(ready, etcdconn.ClientPort, useTLS)
 	sort.Strings(eps)
 	return eps
+}
+
+// VerifyTraffic is the standard end of a scenario under load: it records the run's longest
+// write gap as "write-gap-max" in the timing report, logs the summary, and fails the test
+// unless the history is linearizable, no acknowledged write is missing and at least minAcked
+// puts were acknowledged. On failure the history, a summary and porcupine's visualization go
+// to the test's artifacts folder.
+func (f *Test) VerifyTraffic(res *traffic.Result, minAcked int, note string) {
+	f.T.Helper()
+	f.Record("write-gap-max", res.WriteGap.Length, note)
+	f.T.Log(res)
+	lin, err := res.Verify(minAcked, f.ArtifactsDir)
+	if err != nil {
+		f.T.Fatalf("traffic check (%s over %d operations): %v; artifacts in %s", lin.Verdict, lin.Operations, err, f.ArtifactsDir)
+	}
 }
