@@ -5,8 +5,8 @@
 E2E_ARTIFACTS ?= $(CURDIR)/artifacts
 # Overall bound for one e2e run; single waits inside tests have their own timeouts.
 E2E_TIMEOUT ?= 45m
-# Targets run before the tests; add `deploy` once the operator should be installed by e2e.
-E2E_SETUP ?= cluster-up
+# Targets run before the tests: the cluster, then the operator built from the work tree.
+E2E_SETUP ?= cluster-up deploy
 # Packages to run; narrow it to iterate on one area (e.g. ./test/e2e/).
 E2E_PACKAGES ?= ./test/e2e/...
 # -p 1: packages share one cluster, and one package's disruptive test (a stopped node) must not
