@@ -230,9 +230,15 @@ func waitCondition(f *framework.Test, name, typ string, status metav1.ConditionS
 // memberList asks the cluster's members for etcd's member list, dialling each member Pod by IP
 // in turn (a learner refuses MemberList, a starting member does not answer) until one answers.
 func memberList(ctx context.Context, f *framework.Test, name string) (*clientv3.MemberListResponse, error) {
+	ml, _, err := memberListAndPods(ctx, f, name)
+	return ml, err
+}
+
+// memberListAndPods is memberList that also returns the member Pods it dialled.
+func memberListAndPods(ctx context.Context, f *framework.Test, name string) (*clientv3.MemberListResponse, []corev1.Pod, error) {
 	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Voters first: they answer.
 	sort.SliceStable(pods.Items, func(i, j int) bool {
@@ -243,14 +249,14 @@ func memberList(ctx context.Context, f *framework.Test, name string) (*clientv3.
 	for _, ep := range eps {
 		resp, err := memberListAt(ctx, ep)
 		if err == nil {
-			return resp, nil
+			return resp, pods.Items, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
 	}
 	if len(eps) == 0 {
-		return nil, fmt.Errorf("no member Pod of %s has an IP", name)
+		return nil, pods.Items, fmt.Errorf("no member Pod of %s has an IP", name)
 	}
-	return nil, errors.Join(errs...)
+	return nil, pods.Items, errors.Join(errs...)
 }
 
 func memberListAt(ctx context.Context, ep string) (*clientv3.MemberListResponse, error) {
@@ -294,13 +300,15 @@ func peerName(peerURL string) string {
 func hexID(id uint64) string { return strconv.FormatUint(id, 16) }
 
 // membershipObserver lists the cluster's etcd members every second while a flow runs and
-// remembers the most learners seen at once and any duplicated member (two members with the
-// same peer URL or name).
+// remembers the most learners seen at once, any duplicated member (two members with the same
+// peer URL or name), and any learner whose Pod carries the voter role label (the client Service
+// and the PDB select on it, so a learner must never have it).
 type membershipObserver struct {
 	mu          sync.Mutex
 	maxLearners int
 	clusterIDs  map[string]bool
 	duplicates  []string
+	learnerPods []string
 	samples     int
 	stop        func()
 }
@@ -314,8 +322,8 @@ func observeMembership(f *framework.Test, name string) *membershipObserver {
 		t := time.NewTicker(observeInterval)
 		defer t.Stop()
 		for {
-			if ml, err := memberList(ctx, f, name); err == nil {
-				o.add(ml)
+			if ml, pods, err := memberListAndPods(ctx, f, name); err == nil {
+				o.add(ml, pods)
 			}
 			select {
 			case <-ctx.Done():
@@ -330,9 +338,20 @@ func observeMembership(f *framework.Test, name string) *membershipObserver {
 	return o
 }
 
-func (o *membershipObserver) add(ml *clientv3.MemberListResponse) {
+func (o *membershipObserver) add(ml *clientv3.MemberListResponse, pods []corev1.Pod) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	voterPods := map[string]bool{}
+	for _, p := range pods {
+		if p.Labels[v1alpha2.LabelRole] == v1alpha2.RoleVoter && p.DeletionTimestamp == nil {
+			voterPods[p.Name] = true
+		}
+	}
+	for _, m := range ml.Members {
+		if n := peerName(firstOr(m.PeerURLs)); m.IsLearner && voterPods[n] && !slices.Contains(o.learnerPods, n) {
+			o.learnerPods = append(o.learnerPods, n)
+		}
+	}
 	o.samples++
 	o.clusterIDs[hexID(ml.Header.ClusterId)] = true
 	_, learners, _ := countMembers(ml)
@@ -373,6 +392,9 @@ func (o *membershipObserver) check(f *framework.Test, wantClusterID string) {
 	}
 	if len(o.duplicates) > 0 {
 		f.T.Errorf("duplicated members observed: %v", o.duplicates)
+	}
+	if len(o.learnerPods) > 0 {
+		f.T.Errorf("learners whose Pods carried the voter role label (client Service endpoint, PDB): %v", o.learnerPods)
 	}
 	if wantClusterID != "" {
 		for id := range o.clusterIDs {
