@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,6 +49,11 @@ const (
 func (p *pass) planAndAct(ctx context.Context) (ctrl.Result, error) {
 	p.action = membership.Next(p.scope())
 	a := p.action
+	if a.Kind != membership.KindBlocked {
+		p.r.mu.Lock()
+		delete(p.r.blockedWarned, p.nsName())
+		p.r.mu.Unlock()
+	}
 	log := logf.FromContext(ctx)
 	if a.Mutates() {
 		log.Info("Acting", "action", string(a.Kind), "member", a.Member, "memberID", etcdclient.FormatID(a.MemberID), "reason", a.Message)
@@ -105,8 +109,14 @@ func (p *pass) blocked(a membership.Action) {
 	if a.Gate != nil {
 		kind = string(a.Gate.Reason)
 	}
-	prev := meta.FindStatusCondition(p.original.Status.Conditions, etcdv1alpha2.ConditionProgressing)
-	if prev == nil || prev.Reason != membership.ReasonWaitingForHealthyMembers {
+	// One Event per refusal, not per retry: the message names the action and the unhealthy
+	// members, so a new Event means something changed.
+	p.r.mu.Lock()
+	key := p.nsName()
+	first := p.r.blockedWarned[key] != a.Message
+	p.r.blockedWarned[key] = a.Message
+	p.r.mu.Unlock()
+	if first {
 		p.event(corev1.EventTypeWarning, eventQuorumGateBlocked, a.Message+" ("+kind+")")
 	}
 }

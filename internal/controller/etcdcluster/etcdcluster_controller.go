@@ -69,6 +69,8 @@ type Reconciler struct {
 	firstSeen map[types.NamespacedName]map[uint64]time.Time
 	// pendingWarned is the generation a SpecChangePending Event was last emitted for.
 	pendingWarned map[types.NamespacedName]int64
+	// blockedWarned is the refusal a QuorumGateBlocked Event was last emitted for.
+	blockedWarned map[types.NamespacedName]string
 }
 
 // Option configures a Reconciler.
@@ -94,6 +96,7 @@ func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder
 		jitter:        defaultJitter,
 		firstSeen:     map[types.NamespacedName]map[uint64]time.Time{},
 		pendingWarned: map[types.NamespacedName]int64{},
+		blockedWarned: map[types.NamespacedName]string{},
 	}
 	for _, o := range opts {
 		o(r)
@@ -237,6 +240,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.firstSeen, key)
 	delete(r.pendingWarned, key)
+	delete(r.blockedWarned, key)
 	r.mu.Unlock()
 	metrics.ForgetCluster(key.String())
 }

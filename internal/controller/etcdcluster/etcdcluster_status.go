@@ -154,7 +154,9 @@ func (p *pass) finish(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if !equality.Semantic.DeepEqual(p.original.Status, c.Status) {
-		if err := p.r.client.Status().Patch(ctx, c, client.MergeFrom(p.original)); err != nil {
+		// Optimistic lock: a pass that started from a stale cache must not write over a newer
+		// status (nor announce a latch a previous pass already made); it conflicts and reruns.
+		if err := p.r.client.Status().Patch(ctx, c, client.MergeFromWithOptions(p.original, client.MergeFromWithOptimisticLock{})); err != nil {
 			errs = append(errs, fmt.Errorf("patching EtcdCluster status: %w", err))
 		} else if p.original.Status.ClusterID == "" && c.Status.ClusterID != "" {
 			p.event(corev1.EventTypeNormal, eventClusterBootstrapped, "cluster "+c.Status.ClusterID+" formed")

@@ -213,4 +213,6 @@ func TestQuorumGateRefusal(t *testing.T) {
 	if av == nil || av.Reason != membership.ReasonQuorumLost {
 		t.Errorf("Available = %+v, want QuorumLost", av)
 	}
+	// One Warning each: the pending spec, the quorum loss, the refusal.
+	eventually(t, convergeTimeout, "warnings", w.eventsOnce("q", "SpecChangePending", "QuorumLost", "QuorumGateBlocked"))
 }
