@@ -147,7 +147,6 @@ func (p *pass) finish(ctx context.Context) error {
 		meta.SetStatusCondition(&c.Status.Conditions, cond)
 	}
 	p.recordConditionMetrics()
-	p.transitionEvents()
 
 	var errs []error
 	if err := p.applyPDB(ctx, int32(counts.Voters), s.Target); err != nil { //nolint:gosec // G115: as above
@@ -158,9 +157,14 @@ func (p *pass) finish(ctx context.Context) error {
 		// status (nor announce a latch a previous pass already made); it conflicts and reruns.
 		if err := p.r.client.Status().Patch(ctx, c, client.MergeFromWithOptions(p.original, client.MergeFromWithOptimisticLock{})); err != nil {
 			errs = append(errs, fmt.Errorf("patching EtcdCluster status: %w", err))
-		} else if p.original.Status.ClusterID == "" && c.Status.ClusterID != "" {
-			p.event(corev1.EventTypeNormal, eventClusterBootstrapped, "cluster "+c.Status.ClusterID+" formed")
-			failpoint.Inject(failpoint.ClusterIDLatched)
+		} else {
+			// Transitions are announced once the status that records them is written, so a
+			// pass from a stale cache, which conflicts, announces nothing.
+			p.transitionEvents()
+			if p.original.Status.ClusterID == "" && c.Status.ClusterID != "" {
+				p.event(corev1.EventTypeNormal, eventClusterBootstrapped, "cluster "+c.Status.ClusterID+" formed")
+				failpoint.Inject(failpoint.ClusterIDLatched)
+			}
 		}
 	}
 	return errors.Join(errs...)
