@@ -15,7 +15,7 @@ import (
 )
 
 // VolumesPerNode is how many local PVs up keeps available on each node.
-const VolumesPerNode = 20
+const VolumesPerNode = 40
 
 // volumeCapacity is the nominal size of each local PV; local volumes do not enforce it, so
 // it only has to be at least what tests request.
@@ -36,7 +36,9 @@ func (c *Cluster) ensureVolumes(ctx context.Context, cs kubernetes.Interface) er
 	for _, pv := range existing.Items {
 		phase[pv.Name] = pv.Status.Phase
 	}
-	for _, n := range c.nodes {
+	// One writer per node: a fresh cluster creates every PV, and sequential creates would
+	// add seconds to each up.
+	return c.forEachNode(func(n Node) error {
 		for i := range VolumesPerNode {
 			name := fmt.Sprintf("%s-pv-%02d", n.Name, i)
 			dir := filepath.Join(c.layout.volumes(n), fmt.Sprintf("pv-%02d", i))
@@ -48,8 +50,8 @@ func (c *Cluster) ensureVolumes(ctx context.Context, cs kubernetes.Interface) er
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // recreateVolume deletes PV name if it exists, empties dir and creates the PV again.

@@ -47,7 +47,9 @@ func (c *Cluster) Client() (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading %s (is the cluster up?): %w", c.Kubeconfig(), err)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
+	// The cluster's only heavy client moment is up creating its PVs; the defaults (5/10)
+	// would make that take seconds.
+	cfg.QPS, cfg.Burst = 200, 400
 	return kubernetes.NewForConfig(cfg)
 }
 
