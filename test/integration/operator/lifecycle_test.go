@@ -81,6 +81,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	t.Logf("Lease passed from %s to %s %v after SIGTERM", firstHolder, secondHolder,
 		time.Since(stopped).Round(time.Millisecond))
 
+	second.waitForControllers(ctx, t, controllerNames...)
 	second.stop(t)
 	assertLeaseReleased(ctx, t, namespace)
 	assertStructuredLogs(t, first.logs.String())
