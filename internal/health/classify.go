@@ -35,15 +35,15 @@ const (
 type Action string
 
 const (
-	// ActionNone: nothing to do about the member.
+	// ActionNone means there is nothing to do about the member.
 	ActionNone Action = "None"
-	// ActionRecreatePod: delete the member's Pod if it still exists and create it again with
+	// ActionRecreatePod means deleting the member's Pod if it still exists and creating it again with
 	// the same PVC and identity; no membership change (PVC members only).
 	ActionRecreatePod Action = "RecreatePod"
-	// ActionReplace: replace the member under a new identity — quorum-gated MemberRemove (if
+	// ActionReplace means replacing the member under a new identity — quorum-gated MemberRemove (if
 	// it is still a member), delete the EtcdMember, delete its PVC, gap-fill (behaviour.md §9).
 	ActionReplace Action = "Replace"
-	// ActionHaltRollout: stop the rolling update; do not replace (StartFailed).
+	// ActionHaltRollout means stopping the rolling update without replacing (StartFailed).
 	ActionHaltRollout Action = "HaltRollout"
 )
 
@@ -402,10 +402,12 @@ func (c *classifier) healthy() Result {
 	r := Result{Status: metav1.ConditionTrue, Reason: ReasonHealthy, Message: "etcd is running"}
 	p := c.obs.Pod
 	switch {
+	case p == nil:
+		r.Message = "no Pod yet"
 	case c.fatal.Class.Replaceable():
 		r.Message = fmt.Sprintf("etcd's last exit matched pattern %s (%s); the member is replaced if the next exit matches too", c.fatal.Pattern, c.fatal.Description)
 	case p != nil && !p.Ready:
-		r.Message = "etcd is not Ready yet"
+		r.Message = "etcd is not Ready yet" + c.exitNote()
 	case c.obs.Etcd.Lagging:
 		r.Message = "etcd is running; its applied index is behind the leader's"
 	}

@@ -289,7 +289,7 @@ func (h *harness) start(t *testing.T, m *member, args []string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(h.bin, args...) //nolint:gosec // G204: the binary and flags are the test's own
+	cmd := exec.Command(h.bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
