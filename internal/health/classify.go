@@ -209,7 +209,8 @@ func (c *classifier) corruptAlarm() (Result, bool) {
 // may print a matching line once and then recover.
 func (c *classifier) classifiedExit() (Result, bool) {
 	p := c.obs.Pod
-	if p == nil || !c.fatal.Class.Replaceable() || p.Container.PreviousTermination == nil {
+	// A member that is Ready again serves; past exits in lastState do not condemn it.
+	if p == nil || p.Ready || !c.fatal.Class.Replaceable() || p.Container.PreviousTermination == nil {
 		return Result{}, false
 	}
 	prev := ClassifyTermination(c.obs.Minor, c.obs.ClusterID, p.Container.PreviousTermination.Message)

@@ -118,6 +118,9 @@ func TestClassify(t *testing.T) {
 			want{status: F, reason: health.ReasonDataLost, action: health.ActionReplace, contains: []string{"already-bootstrapped"}}},
 		{"§9 classified fatal exit: removed twice", crashing(running(), time.Minute, 2, exit(1, "Error", msgMembershipChanged), exit(1, "Error", msgMembershipChanged)),
 			want{status: F, reason: health.ReasonRemovedFromCluster, action: health.ActionReplace, contains: []string{"membership-mismatch"}}},
+		{"classified fatal exits of a member that is Ready again", with(crashing(running(), time.Minute, 2, exit(2, "Error", msgDBInvalid), exit(2, "Error", msgDBInvalid)), func(o *health.Observation) {
+			o.Pod.Ready, o.Pod.Container.Running, o.FirstFailure = true, true, health.Failure{}
+		}), want{status: T, reason: health.ReasonHealthy, action: health.ActionNone, contains: []string{"bbolt-invalid"}}},
 		{"classified fatal exit once is not enough", crashing(running(), time.Minute, 1, exit(2, "Error", msgDBInvalid), nil),
 			want{status: T, reason: health.ReasonHealthy, action: health.ActionNone, recheck: 2 * time.Minute, contains: []string{"bbolt-invalid", "next exit"}}},
 		{"two different fatal exits are not consecutive identical ones", crashing(running(), time.Minute, 2, exit(2, "Error", msgDBInvalid), exit(1, "Error", msgAlreadyBootstrap)),
