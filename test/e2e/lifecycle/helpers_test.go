@@ -162,8 +162,23 @@ func voterSelector(name string) string {
 // Pods, and etcd lists n started voters and no learner.
 func waitConverged(f *framework.Test, name string, n int, timeout time.Duration) *v1alpha2.EtcdCluster {
 	f.T.Helper()
+	return waitConvergedOr(f, name, n, timeout, nil)
+}
+
+// waitConvergedOr is waitConverged that gives up early when abort returns an error.
+func waitConvergedOr(f *framework.Test, name string, n int, timeout time.Duration, abort func(context.Context) error) *v1alpha2.EtcdCluster {
+	f.T.Helper()
 	var ec *v1alpha2.EtcdCluster
 	err := f.Poll(fmt.Sprintf("EtcdCluster %s converged at %d members", name, n), timeout, func(ctx context.Context) (bool, string, error) {
+		if abort != nil {
+			if err := abort(ctx); err != nil {
+				state := "not read"
+				if ec != nil {
+					state = clusterState(ec)
+				}
+				return false, state, err
+			}
+		}
 		var err error
 		ec, err = getCluster(ctx, f, name)
 		if err != nil {
