@@ -364,11 +364,11 @@ func (c *classifier) crashLoop() (Result, bool) {
 	if f.At.IsZero() {
 		return Result{}, false
 	}
-	restarts := p.Container.RestartCount - f.RestartCount
-	inWindow := c.obs.Now.Sub(f.At) <= CrashLoopWindow
+	restartLoop := f.RestartCount != nil && p.Container.RestartCount-*f.RestartCount >= CrashLoopRestarts &&
+		c.obs.Now.Sub(f.At) <= CrashLoopWindow
 	var msg string
 	switch {
-	case restarts >= CrashLoopRestarts && inWindow:
+	case restartLoop:
 		msg = fmt.Sprintf("etcd restarted %d times or more within %s", CrashLoopRestarts, CrashLoopWindow)
 	case c.elapsed(f.At, c.g.MemberFailure):
 		msg = fmt.Sprintf("the member has not been Ready for memberFailureGrace (%s)", c.g.MemberFailure)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/health"
 )
@@ -48,7 +49,7 @@ func crashing(o health.Observation, failedAgo time.Duration, restarts int32, las
 	p.Ready = false
 	p.Container = health.Container{WaitingReason: "CrashLoopBackOff", RestartCount: restarts, LastTermination: last, PreviousTermination: prev}
 	o.Pod = &p
-	o.FirstFailure = health.Failure{At: t0.Add(-failedAgo)}
+	o.FirstFailure = health.Failure{At: t0.Add(-failedAgo), RestartCount: ptr.To[int32](0)}
 	return o
 }
 
@@ -137,6 +138,15 @@ func TestClassify(t *testing.T) {
 			want{status: F, reason: health.ReasonCrashLoop, action: health.ActionReplace, contains: []string{"memberFailureGrace (3m0s)", "pattern panic"}}},
 		{"unclassified crash loop: 3 restarts within 10 min", crashing(running(), time.Minute, 3, exit(1, "Error", ""), nil),
 			want{status: F, reason: health.ReasonCrashLoop, action: health.ActionReplace, contains: []string{"restarted 3 times"}}},
+		{"restarts before the failure do not count", with(crashing(running(), time.Minute, 50, exit(1, "Error", ""), nil), func(o *health.Observation) {
+			o.FirstFailure.RestartCount = ptr.To[int32](48)
+		}), want{status: T, reason: health.ReasonHealthy, action: health.ActionNone, recheck: 2 * time.Minute}},
+		{"restart count at failure unknown: only the grace counts", with(crashing(running(), time.Minute, 50, exit(1, "Error", ""), nil), func(o *health.Observation) {
+			o.FirstFailure.RestartCount = nil
+		}), want{status: T, reason: health.ReasonHealthy, action: health.ActionNone, recheck: 2 * time.Minute}},
+		{"restarts outside the 10 min window", with(crashing(running(), 11*time.Minute, 5, exit(1, "Error", ""), nil), func(o *health.Observation) {
+			o.Pod.WasReadyWithTemplate = true
+		}), want{status: F, reason: health.ReasonCrashLoop, action: health.ActionReplace, contains: []string{"memberFailureGrace"}}},
 		{"not Ready just under memberFailureGrace", crashing(running(), 3*time.Minute-time.Second, 1, exit(1, "Error", ""), nil),
 			want{status: T, reason: health.ReasonHealthy, action: health.ActionNone, recheck: time.Second, contains: []string{"not Ready yet"}}},
 		{"crash loop needs a failure start", with(crashing(running(), time.Hour, 1, nil, nil), func(o *health.Observation) { o.FirstFailure = health.Failure{} }),

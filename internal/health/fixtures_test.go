@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/health"
 )
@@ -117,7 +118,7 @@ func checkFixtureOutcome(t *testing.T, minor, name, clusterID string, term *heal
 			TemplateCurrent: true, WasReadyWithTemplate: true, Node: &health.Node{Name: "n1", Ready: true},
 			Container: health.Container{WaitingReason: "CrashLoopBackOff", RestartCount: 1, LastTermination: term},
 		},
-		FirstFailure: health.Failure{At: now.Add(-30 * time.Second), RestartCount: 0},
+		FirstFailure: health.Failure{At: now.Add(-30 * time.Second), RestartCount: ptr.To[int32](0)},
 	}
 	once := health.Classify(obs)
 	if once.Action == health.ActionReplace {

@@ -63,7 +63,10 @@ func fuzzObservation(in fuzzInput) health.Observation {
 			MemberListKnown: bit(1), Added: bit(2), InMemberList: bit(3),
 			CorruptAlarm: bit(6), Unreachable: bit(7), Lagging: bit(8),
 		},
-		FirstFailure: health.Failure{At: at(in.failedAt), RestartCount: in.restartsAtFailure},
+		FirstFailure: health.Failure{At: at(in.failedAt)},
+	}
+	if bit(24) {
+		obs.FirstFailure.RestartCount = &in.restartsAtFailure
 	}
 	if bit(13) {
 		obs.RecordedPodUID = "uid-1"

@@ -39,8 +39,8 @@ type Observation struct {
 	Etcd EtcdView
 	// FirstFailure is when the member was first seen failing (not Ready while it should be)
 	// and its container's restart count then; zero when it is not failing. The caller keeps
-	// it, for example as the Healthy condition's lastTransitionTime and a restart count
-	// recorded with it; losing it only delays a classification.
+	// it (the member's Ready condition's lastTransitionTime is the time; the restart count
+	// needs a record of its own); losing it only delays a classification.
 	FirstFailure Failure
 }
 
@@ -48,8 +48,10 @@ type Observation struct {
 type Failure struct {
 	// At is when the failure was first seen.
 	At time.Time
-	// RestartCount is the container's restart count at that moment.
-	RestartCount int32
+	// RestartCount is the container's restart count at that moment, nil when it was not
+	// recorded. Without it only memberFailureGrace can make a crash loop: counting restarts
+	// from zero would count restarts from long before this failure.
+	RestartCount *int32
 }
 
 // Pod is what Classify needs from the member's Pod.
