@@ -1,7 +1,9 @@
 package health
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -40,8 +42,8 @@ func (c FatalClass) Replaceable() bool {
 	return false
 }
 
-// Pattern recognises one fatal exit of etcd in a termination message.
-type Pattern struct {
+// terminationPattern recognises one fatal exit of etcd in a termination message.
+type terminationPattern struct {
 	// ID names the pattern in messages and tests; stable across releases.
 	ID string
 	// Class is what a match means.
@@ -64,8 +66,8 @@ type Match struct {
 	Description string
 }
 
-func pattern(id string, class FatalClass, description, re string) Pattern {
-	return Pattern{ID: id, Class: class, Description: description, re: regexp.MustCompile(re)}
+func pattern(id string, class FatalClass, description, re string) terminationPattern {
+	return terminationPattern{ID: id, Class: class, Description: description, re: regexp.MustCompile(re)}
 }
 
 // Patterns shared by every supported minor. The order matters: the first match wins, so specific
@@ -112,7 +114,7 @@ var (
 	// rafthttp/util.go, as sender). Healthy members print the same lines about the intruder, so
 	// a line only counts when its local-member-cluster-id is not the cluster's own ID
 	// (foreignClusterID); without a known cluster ID it never counts.
-	patClusterIDMismatch = Pattern{ID: "cluster-id-mismatch", Class: ClassDataLost,
+	patClusterIDMismatch = terminationPattern{ID: "cluster-id-mismatch", Class: ClassDataLost,
 		Description: "the member runs another etcd cluster's ID (its data dir or its bootstrap belongs to another cluster)",
 		re:          clusterIDMismatchRE, confirm: foreignClusterID}
 	// The peers refused the member because it was removed from the cluster
@@ -166,14 +168,14 @@ func foreignClusterID(message, clusterID string) bool {
 // patternTables pins, per supported etcd minor, the patterns checked in order. The minors share
 // one list today because every pinned release prints the same messages for these failures (the
 // fixtures prove it); a minor whose wording changes gets its own list here and its own fixtures.
-var patternTables = map[string][]Pattern{
+var patternTables = map[string][]terminationPattern{
 	"3.5": commonPatterns(),
 	"3.6": commonPatterns(),
 	"3.7": commonPatterns(),
 }
 
-func commonPatterns() []Pattern {
-	return []Pattern{
+func commonPatterns() []terminationPattern {
+	return []terminationPattern{
 		patDBInvalid, patWALCorrupt, patDBSnapshotMismatch, patInitialCorruptCheck,
 		patAlreadyBootstrapped, patRaftLogLost, patRemoved, patMembershipMismatch,
 		patClusterIDMismatch, patPeerURLMismatch, patPanic, patFatal,
@@ -182,7 +184,7 @@ func commonPatterns() []Pattern {
 
 // SupportedMinors returns the etcd minors that have a pattern table, sorted.
 func SupportedMinors() []string {
-	return []string{"3.5", "3.6", "3.7"}
+	return slices.Sorted(maps.Keys(patternTables))
 }
 
 // Minor returns the "major.minor" of an etcd version such as "3.6.16" or "v3.6.16"; anything
