@@ -32,7 +32,7 @@ type fixtureIndex struct {
 // requiredCases must exist for every supported minor: the failures behaviour.md §9 classifies
 // from termination messages.
 var requiredCases = []string{
-	"db-corrupt", "wal-corrupt", "wiped-restart-new", "wiped-restart-existing",
+	"db-corrupt", "wal-corrupt", "db-older-than-snapshot", "wiped-restart-new", "wiped-restart-existing",
 	"wiped-restart-after-removal", "restart-after-removal", "cluster-id-mismatch", "peer-url-mismatch",
 }
 
@@ -129,7 +129,7 @@ func checkFixtureOutcome(t *testing.T, minor, name, clusterID string, term *heal
 	twice := health.Classify(obs)
 
 	switch name {
-	case "db-corrupt", "wal-corrupt":
+	case "db-corrupt", "wal-corrupt", "db-older-than-snapshot":
 		wantOutcome(t, twice, health.ReasonDataCorrupt, health.ActionReplace)
 	case "wiped-restart-new", "wiped-restart-existing", "cluster-id-mismatch":
 		wantOutcome(t, twice, health.ReasonDataLost, health.ActionReplace)

@@ -86,8 +86,10 @@ var (
 	patWALCorrupt = pattern("wal-corrupt", ClassDataCorrupt,
 		"etcd cannot replay its write-ahead log (member/wal is corrupt)",
 		`wal: crc mismatch|failed to read WAL|failed to open WAL|wal: max entry size limit exceeded|walpb: crc mismatch`)
-	// The bbolt file is older than the newest raft snapshot it must match
-	// (server/etcdserver/bootstrap.go / server/storage/backend.go, recoverSnapshotBackend).
+	// The bbolt file is older than the newest raft snapshot it must match: etcd looks for the
+	// snapshot's own db file, does not find it, and panics with "failed to recover v3 backend
+	// from snapshot" (server/etcdserver/bootstrap.go, recoverSnapshot; server/storage/backend.go,
+	// OpenSnapshotBackend), or reports "database file (...) does not match with snapshot".
 	patDBSnapshotMismatch = pattern("db-snapshot-mismatch", ClassDataCorrupt,
 		"etcd's bbolt database does not match its raft snapshot",
 		`database file \(.*\) does not match with snapshot|failed to recover v3 backend from snapshot|failed to find database snapshot file`)

@@ -96,6 +96,7 @@ type fixtureCase struct {
 var fixtureCases = []fixtureCase{
 	{name: "db-corrupt", want: all(health.ClassDataCorrupt), run: caseDBCorrupt},
 	{name: "wal-corrupt", want: all(health.ClassDataCorrupt), run: caseWALCorrupt},
+	{name: "db-older-than-snapshot", want: all(health.ClassDataCorrupt), run: caseDBOlderThanSnapshot},
 	{name: "wiped-restart-new", want: all(health.ClassDataLost), run: caseWipedRestartNew},
 	{name: "wiped-restart-existing", want: all(health.ClassDataLost), run: caseWipedRestartExisting},
 	{name: "wiped-restart-after-removal", want: all(health.ClassRemovedFromCluster), run: caseWipedRestartAfterRemoval},
@@ -541,6 +542,39 @@ func caseWALCorrupt(ctx context.Context, t *testing.T, h *harness) *capture {
 		t.Fatal(err)
 	}
 	p := h.start(t, ms[0], h.args(ms[0], initialCluster(ms), token, "new"))
+	return h.waitExit(t, p, exitTimeout)
+}
+
+// caseDBOlderThanSnapshot puts back an old copy of a stopped member's bbolt file after raft
+// snapshots were taken past it (a volume restored from an old backup, a lost fsync): etcd finds
+// its database behind the newest snapshot and cannot recover it
+// (server/etcdserver/bootstrap.go, recoverSnapshot / server/storage/backend.go).
+func caseDBOlderThanSnapshot(ctx context.Context, t *testing.T, h *harness) *capture {
+	t.Helper()
+	ms := h.members(t, 1)
+	token := "fixture-snapshot"
+	args := append(h.args(ms[0], initialCluster(ms), token, "new"), "--snapshot-count=50")
+	p := h.start(t, ms[0], args)
+	waitHealthy(ctx, t, p)
+	cli := dial(t, ms)
+	writeKeys(ctx, t, cli, 5)
+	p.stop(t)
+	db := filepath.Join(ms[0].dataDir, "member", "snap", "db")
+	old, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = h.start(t, ms[0], args)
+	waitHealthy(ctx, t, p)
+	writeKeys(ctx, t, cli, 300)
+	p.stop(t)
+	if snaps, _ := filepath.Glob(filepath.Join(ms[0].dataDir, "member", "snap", "*.snap")); len(snaps) == 0 {
+		t.Fatal("no raft snapshot was taken")
+	}
+	if err := os.WriteFile(db, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p = h.start(t, ms[0], args)
 	return h.waitExit(t, p, exitTimeout)
 }
 
