@@ -189,3 +189,30 @@ func TestClusterIDMismatchSeenFromHealthyMember(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicFixturesClassifyFromTheStackAlone: a Go panic ends with its goroutine trace, which
+// can push the "panic:" line out of the kubelet's 2 KiB tail (it happened while generating the
+// fixtures). Every panic fixture must classify the same from the trace alone, except where the
+// panicking frame is not specific (3.5's snapshot recovery panics in NewServer), which relies on
+// the message line, 1.1 KiB from the end in that release.
+func TestPanicFixturesClassifyFromTheStackAlone(t *testing.T) {
+	t.Parallel()
+	messageOnly := map[string]bool{"3.5/db-older-than-snapshot": true}
+	for _, minor := range health.SupportedMinors() {
+		idx := readIndex(t, minor)
+		for name, fc := range idx.Cases {
+			b, err := os.ReadFile(filepath.Join("testdata", minor, name+".log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := strings.Index(string(b), "\ngoroutine ")
+			if i < 0 || !strings.Contains(string(b), "\npanic: ") || messageOnly[minor+"/"+name] {
+				continue
+			}
+			stack := string(b[i+1:])
+			if got := health.ClassifyTermination(minor, fc.ClusterID, stack); string(got.Class) != fc.Class {
+				t.Errorf("etcd %s, %s: the trace alone classifies as %q (pattern %q), the whole tail as %q", minor, name, got.Class, got.Pattern, fc.Class)
+			}
+		}
+	}
+}

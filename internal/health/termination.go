@@ -78,9 +78,14 @@ var (
 	// bbolt refuses a file whose meta pages are invalid: "invalid database", "version
 	// mismatch" or "checksum error" (https://github.com/etcd-io/bbolt/blob/main/errors/errors.go).
 	// etcd panics with "failed to open database" (server/storage/backend/backend.go).
+	//
+	// Panics end with Go's goroutine trace, which can push the message itself out of the
+	// kubelet's 2 KiB tail (seen in the fixtures: the "panic:" line 1.1–2.1 KiB from the end).
+	// So patterns for panics also match the panicking frame, which stays in the tail:
+	// backend.newBackend panics only when bbolt cannot open the file.
 	patDBInvalid = pattern("bbolt-invalid", ClassDataCorrupt,
 		"etcd cannot open its bbolt database (member/snap/db is corrupt)",
-		`failed to open database|invalid database|bbolt: .*(checksum error|version mismatch)|file size too small`)
+		`failed to open database|invalid database|bbolt: .*(checksum error|version mismatch)|file size too small|/backend\.newBackend\(`)
 	// The WAL's records are CRC-chained; a damaged record fails replay with "wal: crc
 	// mismatch" or a decoding error (server/storage/wal/wal.go, ReadAll).
 	patWALCorrupt = pattern("wal-corrupt", ClassDataCorrupt,
@@ -90,9 +95,15 @@ var (
 	// snapshot's own db file, does not find it, and panics with "failed to recover v3 backend
 	// from snapshot" (server/etcdserver/bootstrap.go, recoverSnapshot; server/storage/backend.go,
 	// OpenSnapshotBackend), or reports "database file (...) does not match with snapshot".
-	patDBSnapshotMismatch = pattern("db-snapshot-mismatch", ClassDataCorrupt,
+	patDBSnapshotMismatch35 = pattern("db-snapshot-mismatch", ClassDataCorrupt,
 		"etcd's bbolt database does not match its raft snapshot",
 		`database file \(.*\) does not match with snapshot|failed to recover v3 backend from snapshot|failed to find database snapshot file`)
+	// From 3.6 the panic comes from bootstrap.go's recoverSnapshot, whose frame is specific
+	// (every panic there means the snapshot and the db disagree); in 3.5 it comes from
+	// NewServer, which is not.
+	patDBSnapshotMismatch36 = pattern("db-snapshot-mismatch", ClassDataCorrupt,
+		"etcd's bbolt database does not match its raft snapshot",
+		`database file \(.*\) does not match with snapshot|failed to recover v3 backend from snapshot|failed to find database snapshot file|etcdserver\.recoverSnapshot\(`)
 	// The initial corruption check found a hash different from its peers'
 	// (server/etcdserver/corrupt.go, InitialCheck; enabled by the operator, behaviour.md §21).
 	patInitialCorruptCheck = pattern("initial-corrupt-check", ClassDataCorrupt,
@@ -107,7 +118,7 @@ var (
 	// commit index, and raft panics (go.etcd.io/raft/v3 log.go, commitTo).
 	patRaftLogLost = pattern("raft-log-lost", ClassDataLost,
 		"the member's raft log is behind what the cluster committed to it (its data was lost)",
-		`tocommit\(\d+\) is out of range \[lastIndex\(\d+\)\]\. Was the raft log corrupted, truncated, or lost\?`)
+		`tocommit\(\d+\) is out of range \[lastIndex\(\d+\)\]\. Was the raft log corrupted, truncated, or lost\?|\(\*raftLog\)\.commitTo\(`)
 	// The member runs a cluster ID of its own: its data dir, or its bootstrap, belongs to
 	// another cluster, and its peers answer 412. Such a member never exits by itself; the
 	// liveness probe kills it, and its log tail (the termination message) is then full of
@@ -167,18 +178,18 @@ func foreignClusterID(message, clusterID string) bool {
 	return false
 }
 
-// patternTables pins, per supported etcd minor, the patterns checked in order. The minors share
-// one list today because every pinned release prints the same messages for these failures (the
-// fixtures prove it); a minor whose wording changes gets its own list here and its own fixtures.
+// patternTables pins, per supported etcd minor, the patterns checked in order. The minors print
+// the same messages for these failures (the fixtures prove it) except where noted; a minor whose
+// wording changes gets its own patterns here and its own fixtures.
 var patternTables = map[string][]terminationPattern{
-	"3.5": commonPatterns(),
-	"3.6": commonPatterns(),
-	"3.7": commonPatterns(),
+	"3.5": patternsWith(patDBSnapshotMismatch35),
+	"3.6": patternsWith(patDBSnapshotMismatch36),
+	"3.7": patternsWith(patDBSnapshotMismatch36),
 }
 
-func commonPatterns() []terminationPattern {
+func patternsWith(dbSnapshotMismatch terminationPattern) []terminationPattern {
 	return []terminationPattern{
-		patDBInvalid, patWALCorrupt, patDBSnapshotMismatch, patInitialCorruptCheck,
+		patDBInvalid, patWALCorrupt, dbSnapshotMismatch, patInitialCorruptCheck,
 		patAlreadyBootstrapped, patRaftLogLost, patRemoved, patMembershipMismatch,
 		patClusterIDMismatch, patPeerURLMismatch, patPanic, patFatal,
 	}
