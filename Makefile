@@ -64,6 +64,18 @@ test: ## Unit and integration tests against a real kube-apiserver and etcd of ev
 test-race: GO_TEST_FLAGS += -race
 test-race: test ## `make test` with the race detector.
 
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 10s); corpora live in testdata/fuzz.
+	@for file in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+		pkg=./$$(dirname $$file); \
+		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
 ##@ Build
 
 .PHONY: build
