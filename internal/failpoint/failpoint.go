@@ -17,6 +17,10 @@ const ExitCode = 77
 
 // Step names. Each is hit right after the write or etcd call it names has succeeded.
 const (
+	// SpecAdopted follows the status patch that adopts a new spec into status.observed
+	// (behaviour.md §5): the first target, a change on a converged cluster, or a retry after
+	// the deadline.
+	SpecAdopted = "spec-adopted"
 	// SeedCreated follows the create of the seed EtcdMember (behaviour.md §4 B1).
 	SeedCreated = "seed-created"
 	// SeedVoterStamped follows the status patch pre-stamping the seed as a voter (B2).
@@ -55,7 +59,7 @@ const (
 
 // Names lists every step, in the order the flows reach them.
 var Names = []string{
-	SeedCreated, SeedVoterStamped, SeedInitialClusterPatched, ClusterIDLatched,
+	SpecAdopted, SeedCreated, SeedVoterStamped, SeedInitialClusterPatched, ClusterIDLatched,
 	MemberCreated, LearnerAdded, LearnerInitialClusterPatched, LearnerPromoted, MemberStatusPatched,
 	OrphanRemoved, LeaderMoved, RemovalReasonSet, MemberRemoved, MemberDeleted, PVCDeleted,
 	DormantSet, MemberWoken,

@@ -70,10 +70,15 @@ func (p *pass) initSeed(ctx context.Context, a membership.Action) error {
 	if err != nil {
 		return err
 	}
-	if err := p.patchMemberStatus(ctx, m, m.Status.MemberID, true, m.Status.Version); err != nil {
+	stamped, err := p.patchMemberStatus(ctx, m, m.Status.MemberID, true, m.Status.Version)
+	if err != nil {
 		return err
 	}
-	failpoint.Inject(failpoint.SeedVoterStamped)
+	if stamped {
+		// Only after a write: a pass that finds the stamp from a crashed pass goes straight on
+		// to the initialCluster patch, or a recurring crash here would livelock bootstrap.
+		failpoint.Inject(failpoint.SeedVoterStamped)
+	}
 	if err := p.patchInitialCluster(ctx, m, a.InitialCluster); err != nil {
 		return err
 	}

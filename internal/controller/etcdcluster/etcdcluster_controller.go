@@ -173,12 +173,14 @@ func deadlineChanged() predicate.Predicate {
 //  3. Build the scope once: EtcdMembers, Pods, PVCs and the etcd view (MemberList, Status of
 //     every member endpoint, alarms, leader) through the pooled client.
 //  4. Ensure the always-on objects: headless and client Services.
-//  5. Latch or adopt the target (status.observed, progressDeadline).
+//  5. Latch or adopt the target (status.observed, progressDeadline). An adoption is written to
+//     status at once, with its Progressing condition, and the pass ends there (requeue after
+//     nextStepDelay): nothing acts on a target that a crash could still lose.
 //  6. Sync member status fields memberID, isVoter and version from etcd, and the in-place part
 //     of the latched template (additionalMetadata, imagePullSecrets) onto existing members.
 //  7. Plan one step with membership.Next and execute it (quorum-gated), with an Event.
 //  8. Always (deferred, every path): compute status and conditions, apply the PDB, patch status
-//     once if it changed, record metrics.
+//     once if it changed (an adopting pass already wrote it in step 5), record metrics.
 //  9. Requeue: event-driven; otherwise the interval the planner asked for; otherwise the
 //     jittered resync.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -220,6 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{"scope", p.buildScope},
 		{"services", p.ensureServices},
 		{"lock", p.latch},
+		{"adopt", p.adopt},
 		{"memberStatus", p.syncMemberStatus},
 		{"inPlace", p.syncInPlaceTemplate},
 		{"plan", p.planAndAct},

@@ -66,7 +66,8 @@ func (p *pass) promote(ctx context.Context, a membership.Action) error {
 	metrics.MembershipAction(metricPromote, metrics.OutcomeSuccess)
 	failpoint.Inject(failpoint.LearnerPromoted)
 	p.memberEvent(m, corev1.EventTypeNormal, eventLearnerPromoted, fmt.Sprintf("promoted %s (%s) to voter", m.Name, etcdclient.FormatID(a.MemberID)))
-	return p.patchMemberStatus(ctx, m, etcdclient.FormatID(a.MemberID), true, m.Status.Version)
+	_, err = p.patchMemberStatus(ctx, m, etcdclient.FormatID(a.MemberID), true, m.Status.Version)
+	return err
 }
 
 // removeOrphan removes a learner no EtcdMember explains (§6 step 3).

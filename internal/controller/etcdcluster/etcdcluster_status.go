@@ -27,7 +27,8 @@ const (
 )
 
 // latch applies the locking pattern (behaviour.md §5) to status: observed, observedGeneration
-// and progressDeadline. Convergence is judged against the target latched so far.
+// and progressDeadline. Convergence is judged against the target latched so far. An adoption is
+// only decided here; adopt writes it before the pass may act on it.
 func (p *pass) latch(context.Context) (ctrl.Result, error) {
 	c := p.cluster
 	if c.Status.ClusterToken == "" {
@@ -77,7 +78,7 @@ func (p *pass) syncMemberStatus(ctx context.Context) (ctrl.Result, error) {
 		if answer, ok := p.view.Statuses[e.ID]; ok && answer.Version != "" {
 			st.Version = answer.Version
 		}
-		if err := p.patchMemberStatus(ctx, m, st.MemberID, st.IsVoter, st.Version); err != nil {
+		if _, err := p.patchMemberStatus(ctx, m, st.MemberID, st.IsVoter, st.Version); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -112,17 +113,42 @@ func (p *pass) syncInPlaceTemplate(ctx context.Context) (ctrl.Result, error) {
 
 // patchMemberStatus merge-patches the three status fields this controller owns, leaving the
 // member controller's fields (podName, podUID, pvcName, replicas, selector, conditions) alone.
-func (p *pass) patchMemberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, id string, voter bool, version string) error {
+// It reports whether it wrote: nothing is written when the fields already hold the values.
+func (p *pass) patchMemberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, id string, voter bool, version string) (bool, error) {
 	if m.Status.MemberID == id && m.Status.IsVoter == voter && m.Status.Version == version {
-		return nil
+		return false, nil
 	}
 	before := m.DeepCopy()
 	m.Status.MemberID, m.Status.IsVoter, m.Status.Version = id, voter, version
 	if err := p.r.client.Status().Patch(ctx, m, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patching the status of EtcdMember %s: %w", m.Name, err)
+		return false, fmt.Errorf("patching the status of EtcdMember %s: %w", m.Name, err)
 	}
 	failpoint.Inject(failpoint.MemberStatusPatched)
-	return nil
+	return true, nil
+}
+
+// adopt makes an adoption durable before anything acts on it (behaviour.md §5): when latch
+// adopted a new target, the full status — observed, observedGeneration, progressDeadline and the
+// Progressing condition naming the adoption — is written now, and the pass ends there. The next
+// pass acts on the target it reads back. Acting in the adopting pass would leave the adoption in
+// memory until the deferred patch: a crash after the action (a removal-reason annotation, a
+// MemberRemove, a create) would lose it while the action persisted, and the restarted operator,
+// finding a world no longer converged, would finish the action and then drive the cluster back
+// to the old target — needless member churn. The deferred patch of this pass then finds nothing
+// changed, so the pass still writes status once.
+func (p *pass) adopt(ctx context.Context) (ctrl.Result, error) {
+	if !p.lock.Adopted {
+		return ctrl.Result{}, nil
+	}
+	p.computeStatus()
+	wrote, err := p.writeStatus(ctx)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("recording the adoption of generation %d: %w", p.lock.ObservedGeneration, err)
+	}
+	if wrote {
+		failpoint.Inject(failpoint.SpecAdopted)
+	}
+	return ctrl.Result{RequeueAfter: nextStepDelay}, nil
 }
 
 // finish runs on every path of a pass (behaviour.md §2 step 8): status, conditions and the PDB
@@ -131,6 +157,20 @@ func (p *pass) finish(ctx context.Context) error {
 	if !p.scoped {
 		return nil // nothing was observed: nothing honest to write
 	}
+	s, counts := p.computeStatus()
+	var errs []error
+	if err := p.applyPDB(ctx, int32(counts.Voters), s.Target); err != nil { //nolint:gosec // G115: bounded by the member count
+		errs = append(errs, err)
+	}
+	if _, err := p.writeStatus(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// computeStatus fills the cluster's status from the pass's scope: counts, running version and
+// conditions. It returns the scope and counts it used.
+func (p *pass) computeStatus() (membership.Scope, membership.Counts) {
 	c := p.cluster
 	s := p.scope()
 	counts := membership.Count(&s)
@@ -147,27 +187,32 @@ func (p *pass) finish(ctx context.Context) error {
 		meta.SetStatusCondition(&c.Status.Conditions, cond)
 	}
 	p.recordConditionMetrics()
+	return s, counts
+}
 
-	var errs []error
-	if err := p.applyPDB(ctx, int32(counts.Voters), s.Target); err != nil { //nolint:gosec // G115: as above
-		errs = append(errs, err)
+// writeStatus patches the cluster's status if it differs from what was last read or written,
+// announces the transitions it records, and reports whether it wrote.
+func (p *pass) writeStatus(ctx context.Context) (bool, error) {
+	c := p.cluster
+	if equality.Semantic.DeepEqual(p.original.Status, c.Status) {
+		return false, nil
 	}
-	if !equality.Semantic.DeepEqual(p.original.Status, c.Status) {
-		// Optimistic lock: a pass that started from a stale cache must not write over a newer
-		// status (nor announce a latch a previous pass already made); it conflicts and reruns.
-		if err := p.r.client.Status().Patch(ctx, c, client.MergeFromWithOptions(p.original, client.MergeFromWithOptimisticLock{})); err != nil {
-			errs = append(errs, fmt.Errorf("patching EtcdCluster status: %w", err))
-		} else {
-			// Transitions are announced once the status that records them is written, so a
-			// pass from a stale cache, which conflicts, announces nothing.
-			p.transitionEvents()
-			if p.original.Status.ClusterID == "" && c.Status.ClusterID != "" {
-				p.event(corev1.EventTypeNormal, eventClusterBootstrapped, "cluster "+c.Status.ClusterID+" formed")
-				failpoint.Inject(failpoint.ClusterIDLatched)
-			}
-		}
+	// Optimistic lock: a pass that started from a stale cache must not write over a newer
+	// status (nor announce a latch a previous pass already made); it conflicts and reruns.
+	if err := p.r.client.Status().Patch(ctx, c, client.MergeFromWithOptions(p.original, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("patching EtcdCluster status: %w", err)
 	}
-	return errors.Join(errs...)
+	// Transitions are announced once the status that records them is written, so a pass from
+	// a stale cache, which conflicts, announces nothing.
+	p.transitionEvents()
+	latched := p.original.Status.ClusterID == "" && c.Status.ClusterID != ""
+	// What was written is the base of any later write of this pass.
+	p.original = c.DeepCopy()
+	if latched {
+		p.event(corev1.EventTypeNormal, eventClusterBootstrapped, "cluster "+c.Status.ClusterID+" formed")
+		failpoint.Inject(failpoint.ClusterIDLatched)
+	}
+	return true, nil
 }
 
 // runningVersion is the lowest version running members report; for a paused cluster, the

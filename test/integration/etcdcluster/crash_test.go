@@ -31,6 +31,9 @@ type crashDriver struct {
 	hits    chan string
 	lives   int
 	reached map[string]bool
+	// maxCrashes, when above 0, bounds the crashes until fails: more mean the flow reaches the
+	// armed step again on every pass without progressing (a livelock under a recurring crash).
+	maxCrashes int
 }
 
 func newCrashDriver(t *testing.T, w *world, cluster string) *crashDriver {
@@ -51,6 +54,16 @@ func (d *crashDriver) restart() {
 func (d *crashDriver) arm(step string) {
 	failpoint.SetAction(step, func(s string) {
 		failpoint.Disarm()
+		d.hits <- s
+		select {} // a dead process does nothing more
+	})
+}
+
+// armEvery makes every hit of step crash the current life, as ETCD_OPERATOR_FAILPOINT does to
+// the operator process each time it restarts: the step stays armed until the test ends.
+func (d *crashDriver) armEvery(step string, maxCrashes int) {
+	d.maxCrashes = maxCrashes
+	failpoint.SetAction(step, func(s string) {
 		d.hits <- s
 		select {} // a dead process does nothing more
 	})
@@ -84,6 +97,10 @@ func (d *crashDriver) until(what string, check func() error) {
 		}
 		if n := d.w.fake(d.req.Name).maxLearn; n > 1 {
 			d.t.Fatalf("etcd listed %d learners at once", n)
+		}
+		if d.maxCrashes > 0 && d.lives-1 > d.maxCrashes {
+			d.t.Fatalf("%s: the reconciler crashed %d times without progressing: it reaches the armed step again on every pass (livelock): %v",
+				what, d.lives-1, check())
 		}
 		if err = check(); err == nil {
 			return
@@ -188,4 +205,102 @@ func checkNoDuplicateAdds(t *testing.T, calls []string) {
 		}
 		seen[c] = true
 	}
+}
+
+// recurringCrashes bounds the crashes of a flow whose failpoint stays armed: each step is reached
+// at most once per member a flow adds or removes.
+const recurringCrashes = 3
+
+// TestCrashEveryTimeAtSeedVoterStamped keeps seed-voter-stamped armed across restarts, as the
+// operator's environment variable does: the pass after the crash must not hit the hook again
+// (its stamp is already there, so it writes nothing), or bootstrap never gets past B2.
+func TestCrashEveryTimeAtSeedVoterStamped(t *testing.T) {
+	w := newWorld(t)
+	name := "stamp"
+	w.newCluster(name, 2)
+	d := newCrashDriver(t, w, name)
+	d.armEvery(failpoint.SeedVoterStamped, recurringCrashes)
+	t.Cleanup(failpoint.Disarm)
+
+	d.until("bootstrap of 2", w.converged(name, 2))
+	if !d.reached[failpoint.SeedVoterStamped] {
+		t.Errorf("failpoint %s was never reached", failpoint.SeedVoterStamped)
+	}
+}
+
+// TestCrashAfterSpecChange changes the size of a converged cluster with a failpoint of the
+// scale flow armed across restarts. The new spec must stay adopted through the crash: the
+// cluster converges at the new size with exactly the membership changes the change asks for — no
+// member of the old size removed by a scale-up, none added by a scale-down.
+func TestCrashAfterSpecChange(t *testing.T) {
+	for _, tc := range []struct {
+		step     string
+		from, to int32
+	}{
+		{failpoint.SpecAdopted, 1, 2},
+		{failpoint.MemberCreated, 1, 2},
+		{failpoint.LearnerAdded, 1, 2},
+		{failpoint.SpecAdopted, 2, 1},
+		{failpoint.RemovalReasonSet, 2, 1},
+		{failpoint.MemberRemoved, 2, 1},
+		{failpoint.MemberDeleted, 2, 1},
+		{failpoint.PVCDeleted, 2, 1},
+	} {
+		t.Run(fmt.Sprintf("%s-scale-%d-%d", tc.step, tc.from, tc.to), func(t *testing.T) {
+			w := newWorld(t)
+			name := "change"
+			w.newCluster(name, tc.from)
+			d := newCrashDriver(t, w, name)
+			d.until(fmt.Sprintf("bootstrap of %d", tc.from), w.converged(name, int(tc.from)))
+			before := memberNames(t, w, name)
+			done := len(w.fake(name).mutations())
+
+			d.armEvery(tc.step, recurringCrashes)
+			t.Cleanup(failpoint.Disarm)
+			w.setReplicas(name, tc.to)
+			d.until(fmt.Sprintf("scale %d→%d", tc.from, tc.to), w.converged(name, int(tc.to)))
+			after := memberNames(t, w, name)
+
+			small, large := after, before
+			if tc.to > tc.from {
+				small, large = before, after
+			}
+			for m := range small {
+				if !large[m] {
+					t.Errorf("member churn: %s is among the %d members %v but not among the %d members %v", m, len(small), small, len(large), large)
+				}
+			}
+			// Distinct calls: a retry of a call etcd refused is the same change.
+			adds, removes := map[string]bool{}, map[string]bool{}
+			for _, c := range w.fake(name).mutations()[done:] {
+				switch {
+				case strings.HasPrefix(c, "MemberAddAsLearner("):
+					adds[c] = true
+				case strings.HasPrefix(c, "MemberRemove("):
+					removes[c] = true
+				}
+			}
+			wantAdds, wantRemoves := max(int(tc.to-tc.from), 0), max(int(tc.from-tc.to), 0)
+			if len(adds) != wantAdds || len(removes) != wantRemoves {
+				t.Errorf("etcd saw %d adds and %d removes, want %d and %d: %v", len(adds), len(removes), wantAdds, wantRemoves, w.fake(name).mutations()[done:])
+			}
+			if !d.reached[tc.step] {
+				t.Errorf("failpoint %s was never reached", tc.step)
+			}
+		})
+	}
+}
+
+// memberNames returns the names of cluster's EtcdMembers.
+func memberNames(t *testing.T, w *world, cluster string) map[string]bool {
+	t.Helper()
+	ms, err := w.members(t.Context(), cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range ms {
+		out[m.Name] = true
+	}
+	return out
 }
