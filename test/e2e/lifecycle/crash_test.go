@@ -25,13 +25,12 @@ const envFailpoints = "E2E_FAILPOINTS"
 // bootstrap (seed) and scale up (the added member) while a new cluster forms. Each is reached at
 // least once by the scenario's flow (create 2 members, then scale to 1). The scale-down steps
 // (removal-reason-set, member-removed, member-deleted, pvc-deleted) and scale-up steps after a
-// spec change are in TestOperatorCrashAfterSpecChangeLivelocks, which fails on the current
-// operator (a bug, see there). leader-moved
+// spec change are in TestOperatorCrashAfterSpecChange. leader-moved
 // is left out: the victim ranking removes a follower first, so a 2 → 1 scale-down never moves
 // leadership; orphan-removed needs a stray learner, member-status-patched recurs on every
 // member status write (a crash loop whose back-off outgrows any sensible timeout), and
-// dormant-set/member-woken belong to pause/resume. seed-voter-stamped has its own test below,
-// which fails on the current operator.
+// dormant-set/member-woken belong to pause/resume. seed-voter-stamped has its own test below
+// (TestOperatorCrashAtSeedVoterStamped, a regression test).
 var crashSteps = []struct {
 	step  string
 	smoke bool
@@ -83,17 +82,17 @@ func TestOperatorCrash(t *testing.T) {
 	}
 }
 
-// TestOperatorCrashAtSeedVoterStampedLivelocksBootstrap is the crash scenario at
-// seed-voter-stamped, kept apart because it FAILS on the current operator (a bug, reported):
-// initSeed (internal/controller/etcdcluster/etcdcluster_bootstrap.go) calls
+// TestOperatorCrashAtSeedVoterStamped is the crash scenario at seed-voter-stamped, kept apart as
+// the regression test of a bug found here: initSeed
+// (internal/controller/etcdcluster/etcdcluster_bootstrap.go) used to call
 // failpoint.Inject(SeedVoterStamped) after patchMemberStatus even when that call wrote nothing
-// (the seed's status.isVoter is already true from the pass that crashed). So every pass
-// after a crash at this boundary "crashes after the stamp" again before it patches
-// spec.initialCluster: the seed never gets a Pod, the cluster stays Available=False/Bootstrapping
-// and the operator sits in CrashLoopBackOff. With the env var removed the same cluster forms
-// within 30 s. The hook should fire only when the write happened (as patchMemberStatus's own
-// member-status-patched hook does).
-func TestOperatorCrashAtSeedVoterStampedLivelocksBootstrap(t *testing.T) {
+// (the seed's status.isVoter already true from the pass that crashed), so with the failpoint
+// armed every pass after a crash at this boundary "crashed after the stamp" again before it
+// patched spec.initialCluster: the seed never got a Pod and the operator sat in CrashLoopBackOff.
+// The hook now fires only when the stamp was written, so the flow crashes here once and
+// converges. The envtest counterpart is TestCrashEveryTimeAtSeedVoterStamped in
+// test/integration/etcdcluster.
+func TestOperatorCrashAtSeedVoterStamped(t *testing.T) {
 	f := framework.NewTest(t, framework.Disruptive)
 	requireOperator(f)
 	crashFlow(f, failpoint.SeedVoterStamped)
@@ -237,27 +236,25 @@ func failpointExitsCtx(ctx context.Context, f *framework.Test, armed time.Time) 
 	return n
 }
 
-
-// TestOperatorCrashAfterSpecChangeLivelocks crashes the operator at a step of a scale flow that
-// follows a spec change on a converged cluster (scale 1 → 2, scale 2 → 1) and expects the flow to
-// converge at the new size without churning members: no member of the old size removed by a
-// scale-up, no member created by a scale-down.
+// TestOperatorCrashAfterSpecChange crashes the operator at a step of a scale flow that follows a
+// spec change on a converged cluster (scale 1 → 2, scale 2 → 1) and expects the flow to converge
+// at the new size without churning members: no member of the old size removed by a scale-up, no
+// member created by a scale-down.
 //
-// The scale-down subtests FAIL on the current operator (a bug, reported; the scale-up ones
-// pass and stay as regression cover): the pass that adopts the new spec (status.observed ← spec)
-// acts on it at once, but the adoption is only written by the deferred status patch at the end
-// of the pass. A crash right after the action (the victim's removal-reason annotation,
-// MemberRemove, the EtcdMember delete or the PVC delete) loses the adoption while the action
-// persists. The restarted operator sees a world that is not converged, so it does not adopt the
-// pending generation (Warning SpecChangePending "adopted when generation 1 converges"); it
-// finishes removing the victim and, the observed target still being the old size, adds a new
-// member. Once converged at the old size it adopts again, acts, crashes again: a remove/add churn
-// loop while the failpoint stays armed, and one needless member replacement (data copy, reduced
-// redundancy) after a single real crash. Observed for removal-reason-set: members removed in
-// turn with reason ScaleDown (crash-7lb8f, crash-k5f7k, crash-hlw77, crash-ql4j2), each followed
-// by MemberCreated/LearnerAdded/LearnerPromoted of a fresh member, observedGeneration stuck at 1
-// with generation 2 pending.
-func TestOperatorCrashAfterSpecChangeLivelocks(t *testing.T) {
+// It is the regression test of a crash-safety bug found here: the pass that adopted the new spec
+// (status.observed ← spec) acted on it at once, while the adoption was only written by the
+// deferred status patch at the end of the pass. A crash right after the action (the victim's
+// removal-reason annotation, MemberRemove, the EtcdMember delete, the PVC delete, or a member
+// create) lost the adoption while the action persisted; the restarted operator, seeing a world
+// that was not converged, did not adopt the pending generation, finished the action and then
+// drove the cluster back to the old size (observed for removal-reason-set: members removed in
+// turn with reason ScaleDown, each followed by MemberCreated/LearnerAdded/LearnerPromoted of a
+// fresh member, observedGeneration stuck at 1 with generation 2 pending) — a remove/add loop
+// while the failpoint stayed armed, and a needless member replacement after a single crash. The
+// adoption is now its own step: its status patch (failpoint spec-adopted) is written and the
+// pass ends before anything acts on the new target. The envtest counterpart is
+// TestCrashAfterSpecChange in test/integration/etcdcluster.
+func TestOperatorCrashAfterSpecChange(t *testing.T) {
 	only := strings.Split(os.Getenv(envFailpoints), ",")
 	for _, tc := range []struct {
 		step     string
