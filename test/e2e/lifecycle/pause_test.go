@@ -128,4 +128,3 @@ func memberNames(ms []v1alpha2.EtcdMember) []string {
 	}
 	return out
 }
-
