@@ -27,6 +27,7 @@ func TestBootstrap(t *testing.T) {
 		{5, nil},
 	} {
 		t.Run(fmt.Sprintf("%d-members", tc.n), func(t *testing.T) {
+			t.Parallel()
 			f := framework.NewTest(t, tc.labels...)
 			requireOperator(f)
 			name := fmt.Sprintf("boot%d", tc.n)

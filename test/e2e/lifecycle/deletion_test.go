@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
@@ -20,8 +20,9 @@ import (
 // labelled, and everything else goes.
 func TestDeletion(t *testing.T) {
 	t.Parallel()
-	for _, policy := range []v1alpha2.ReclaimPolicy{v1alpha2.ReclaimPolicyDelete, v1alpha2.ReclaimPolicyRetain} {
+	for _, policy := range []etcdv1alpha2.ReclaimPolicy{etcdv1alpha2.ReclaimPolicyDelete, etcdv1alpha2.ReclaimPolicyRetain} {
 		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
 			f := framework.NewTest(t, framework.Smoke)
 			requireOperator(f)
 			name := "del-" + strings.ToLower(string(policy))
@@ -39,7 +40,7 @@ func TestDeletion(t *testing.T) {
 			}
 			start := time.Now()
 			deleteCluster(f, name)
-			waitNothingLeft(f, name, policy == v1alpha2.ReclaimPolicyRetain)
+			waitNothingLeft(f, name, policy == etcdv1alpha2.ReclaimPolicyRetain)
 			f.Record("delete-"+strings.ToLower(string(policy)), since(start), "delete → everything gone (PVCs kept with Retain)")
 		})
 	}
@@ -54,61 +55,30 @@ func waitNothingLeft(f *framework.Test, name string, retain bool) {
 		f.T.Fatal(err)
 	}
 	err = f.Poll(fmt.Sprintf("EtcdCluster %s and its objects gone", name), goneTimeout, func(ctx context.Context) (bool, string, error) {
-		var left []string
-		if _, err := getCluster(ctx, f, name); err == nil {
-			left = append(left, "EtcdCluster")
-		}
-		members, err := listMembers(ctx, f, name)
+		left, err := leftovers(ctx, f, name, retain)
 		if err != nil {
 			return false, err.Error(), nil
-		}
-		for _, m := range members {
-			left = append(left, "EtcdMember/"+m.Name)
-		}
-		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, p := range pods.Items {
-			left = append(left, "Pod/"+p.Name)
-		}
-		svcs, err := f.Kube.CoreV1().Services(f.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, s := range svcs.Items {
-			left = append(left, "Service/"+s.Name)
-		}
-		pdbs, err := f.Kube.PolicyV1().PodDisruptionBudgets(f.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, p := range pdbs.Items {
-			left = append(left, "PodDisruptionBudget/"+p.Name)
-		}
-		if !retain {
-			pvcs, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			for _, p := range pvcs.Items {
-				left = append(left, "PVC/"+p.Name)
-			}
 		}
 		return len(left) == 0, fmt.Sprintf("left: %v", left), nil
 	})
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	if !retain {
-		return
+	if retain {
+		checkRetainedPVCs(f, name, len(pvcsBefore.Items))
 	}
+}
+
+// checkRetainedPVCs asserts that the cluster's want PVCs survived its deletion, ownerless and not
+// being deleted.
+func checkRetainedPVCs(f *framework.Test, name string, want int) {
+	f.T.Helper()
 	pvcs, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	if len(pvcs.Items) != len(pvcsBefore.Items) {
-		f.T.Fatalf("reclaimPolicy Retain: %d labelled PVCs after deletion, want the %d from before", len(pvcs.Items), len(pvcsBefore.Items))
+	if len(pvcs.Items) != want {
+		f.T.Fatalf("reclaimPolicy Retain: %d labelled PVCs after deletion, want the %d from before", len(pvcs.Items), want)
 	}
 	for _, p := range pvcs.Items {
 		if p.DeletionTimestamp != nil {
@@ -118,4 +88,52 @@ func waitNothingLeft(f *framework.Test, name string, retain bool) {
 			f.T.Errorf("reclaimPolicy Retain: PVC %s has owners %v", p.Name, p.OwnerReferences)
 		}
 	}
+}
+
+// leftovers lists what of the cluster still exists in the test namespace: the EtcdCluster, its
+// EtcdMembers and Pods, any Service or PDB, and any PVC unless retain.
+func leftovers(ctx context.Context, f *framework.Test, name string, retain bool) ([]string, error) {
+	var left []string
+	if _, err := getCluster(ctx, f, name); err == nil {
+		left = append(left, "EtcdCluster")
+	}
+	members, err := listMembers(ctx, f, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		left = append(left, "EtcdMember/"+m.Name)
+	}
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods.Items {
+		left = append(left, "Pod/"+p.Name)
+	}
+	svcs, err := f.Kube.CoreV1().Services(f.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range svcs.Items {
+		left = append(left, "Service/"+s.Name)
+	}
+	pdbs, err := f.Kube.PolicyV1().PodDisruptionBudgets(f.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pdbs.Items {
+		left = append(left, "PodDisruptionBudget/"+p.Name)
+	}
+	if retain {
+		return left, nil
+	}
+	pvcs, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pvcs.Items {
+		left = append(left, "PVC/"+p.Name)
+	}
+	return left, nil
 }

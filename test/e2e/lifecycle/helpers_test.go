@@ -26,7 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdconn"
 )
@@ -69,7 +69,7 @@ var (
 // kc returns the controller-runtime client with the project's types, built once per run.
 func kc(f *framework.Test) client.Client {
 	f.T.Helper()
-	crClientOnce.Do(func() { crClient, errCRClient = f.NewClient(v1alpha2.AddToScheme) })
+	crClientOnce.Do(func() { crClient, errCRClient = f.NewClient(etcdv1alpha2.AddToScheme) })
 	if errCRClient != nil {
 		f.T.Fatal(errCRClient)
 	}
@@ -88,26 +88,26 @@ func requireOperator(f *framework.Test) {
 
 // newCluster returns an EtcdCluster named name in the test namespace with replicas members and
 // a 1Gi PVC each; mutate adjusts it before creation.
-func newCluster(f *framework.Test, name string, replicas int32) *v1alpha2.EtcdCluster {
-	return &v1alpha2.EtcdCluster{
+func newCluster(f *framework.Test, name string, replicas int32) *etcdv1alpha2.EtcdCluster {
+	return &etcdv1alpha2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace},
-		Spec: v1alpha2.EtcdClusterSpec{
+		Spec: etcdv1alpha2.EtcdClusterSpec{
 			Replicas: ptr.To(replicas),
 			Version:  etcdVersion(),
-			Storage:  v1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+			Storage:  etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 		},
 	}
 }
 
-func createCluster(f *framework.Test, ec *v1alpha2.EtcdCluster) {
+func createCluster(f *framework.Test, ec *etcdv1alpha2.EtcdCluster) {
 	f.T.Helper()
 	if err := kc(f).Create(f.Ctx, ec); err != nil {
 		f.T.Fatalf("creating EtcdCluster %s: %v", ec.Name, err)
 	}
 }
 
-func getCluster(ctx context.Context, f *framework.Test, name string) (*v1alpha2.EtcdCluster, error) {
-	ec := &v1alpha2.EtcdCluster{}
+func getCluster(ctx context.Context, f *framework.Test, name string) (*etcdv1alpha2.EtcdCluster, error) {
+	ec := &etcdv1alpha2.EtcdCluster{}
 	err := kc(f).Get(ctx, types.NamespacedName{Namespace: f.Namespace, Name: name}, ec)
 	return ec, err
 }
@@ -115,19 +115,19 @@ func getCluster(ctx context.Context, f *framework.Test, name string) (*v1alpha2.
 // setReplicas changes spec.replicas with a merge patch, as `kubectl patch` would.
 func setReplicas(f *framework.Test, name string, replicas int32) {
 	f.T.Helper()
-	ec := &v1alpha2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace}}
+	ec := &etcdv1alpha2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace}}
 	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)))
 	if err := kc(f).Patch(f.Ctx, ec, patch); err != nil {
 		f.T.Fatalf("setting replicas of %s to %d: %v", name, replicas, err)
 	}
 }
 
-func listMembers(ctx context.Context, f *framework.Test, name string) ([]v1alpha2.EtcdMember, error) {
-	var list v1alpha2.EtcdMemberList
+func listMembers(ctx context.Context, f *framework.Test, name string) ([]etcdv1alpha2.EtcdMember, error) {
+	var list etcdv1alpha2.EtcdMemberList
 	if err := kc(f).List(ctx, &list, client.InNamespace(f.Namespace)); err != nil {
 		return nil, err
 	}
-	var out []v1alpha2.EtcdMember
+	var out []etcdv1alpha2.EtcdMember
 	for _, m := range list.Items {
 		if m.Spec.ClusterName == name {
 			out = append(out, m)
@@ -145,30 +145,30 @@ func condSummary(conds []metav1.Condition) string {
 	return strings.Join(parts, " ")
 }
 
-func clusterState(ec *v1alpha2.EtcdCluster) string {
+func clusterState(ec *etcdv1alpha2.EtcdCluster) string {
 	return fmt.Sprintf("gen %d observed %d, readyMembers %d, clusterID %q, %s",
 		ec.Generation, ec.Status.ObservedGeneration, ec.Status.ReadyMembers, ec.Status.ClusterID, condSummary(ec.Status.Conditions))
 }
 
 // podSelector selects a cluster's member Pods; voterSelector only its voters.
-func podSelector(name string) string { return v1alpha2.LabelCluster + "=" + name }
+func podSelector(name string) string { return etcdv1alpha2.LabelCluster + "=" + name }
 
 func voterSelector(name string) string {
-	return podSelector(name) + "," + v1alpha2.LabelRole + "=" + v1alpha2.RoleVoter
+	return podSelector(name) + "," + etcdv1alpha2.LabelRole + "=" + etcdv1alpha2.RoleVoter
 }
 
 // waitConverged waits until the cluster reports n Ready members, Available=True/QuorumHealthy,
 // Progressing=False/Reconciled for its current generation, n EtcdMembers and n Ready voter
 // Pods, and etcd lists n started voters and no learner.
-func waitConverged(f *framework.Test, name string, n int, timeout time.Duration) *v1alpha2.EtcdCluster {
+func waitConverged(f *framework.Test, name string, n int, timeout time.Duration) *etcdv1alpha2.EtcdCluster {
 	f.T.Helper()
 	return waitConvergedOr(f, name, n, timeout, nil)
 }
 
 // waitConvergedOr is waitConverged that gives up early when abort returns an error.
-func waitConvergedOr(f *framework.Test, name string, n int, timeout time.Duration, abort func(context.Context) error) *v1alpha2.EtcdCluster {
+func waitConvergedOr(f *framework.Test, name string, n int, timeout time.Duration, abort func(context.Context) error) *etcdv1alpha2.EtcdCluster {
 	f.T.Helper()
-	var ec *v1alpha2.EtcdCluster
+	var ec *etcdv1alpha2.EtcdCluster
 	err := f.Poll(fmt.Sprintf("EtcdCluster %s converged at %d members", name, n), timeout, func(ctx context.Context) (bool, string, error) {
 		if abort != nil {
 			if err := abort(ctx); err != nil {
@@ -179,43 +179,13 @@ func waitConvergedOr(f *framework.Test, name string, n int, timeout time.Duratio
 				return false, state, err
 			}
 		}
-		var err error
-		ec, err = getCluster(ctx, f, name)
+		got, err := getCluster(ctx, f, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		state := clusterState(ec)
-		avail := meta.FindStatusCondition(ec.Status.Conditions, v1alpha2.ConditionAvailable)
-		prog := meta.FindStatusCondition(ec.Status.Conditions, v1alpha2.ConditionProgressing)
-		if ec.Status.ObservedGeneration != ec.Generation || int(ec.Status.ReadyMembers) != n ||
-			avail == nil || avail.Status != metav1.ConditionTrue || avail.Reason != "QuorumHealthy" ||
-			prog == nil || prog.Status != metav1.ConditionFalse || ec.Status.ClusterID == "" {
-			return false, state, nil
-		}
-		members, err := listMembers(ctx, f, name)
-		if err != nil || len(members) != n {
-			return false, fmt.Sprintf("%s; %d EtcdMembers (%v)", state, len(members), err), nil
-		}
-		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: voterSelector(name)})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		ready := 0
-		for i := range pods.Items {
-			if framework.PodReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
-				ready++
-			}
-		}
-		if ready != n || len(pods.Items) != n {
-			return false, fmt.Sprintf("%s; %d/%d voter Pods Ready", state, ready, len(pods.Items)), nil
-		}
-		ml, err := memberList(ctx, f, name)
-		if err != nil {
-			return false, fmt.Sprintf("%s; MemberList: %v", state, err), nil
-		}
-		voters, learners, unstarted := countMembers(ml)
-		return voters == n && learners == 0 && unstarted == 0,
-			fmt.Sprintf("%s; etcd: %d voters, %d learners, %d unstarted", state, voters, learners, unstarted), nil
+		ec = got
+		done, state := convergedState(ctx, f, ec, n)
+		return done, state, nil
 	})
 	if err != nil {
 		f.T.Fatal(err)
@@ -223,10 +193,48 @@ func waitConvergedOr(f *framework.Test, name string, n int, timeout time.Duratio
 	return ec
 }
 
+// convergedState reports whether ec (just read) and its members are converged at n, and what
+// was seen otherwise.
+func convergedState(ctx context.Context, f *framework.Test, ec *etcdv1alpha2.EtcdCluster, n int) (bool, string) {
+	name := ec.Name
+	state := clusterState(ec)
+	avail := meta.FindStatusCondition(ec.Status.Conditions, etcdv1alpha2.ConditionAvailable)
+	prog := meta.FindStatusCondition(ec.Status.Conditions, etcdv1alpha2.ConditionProgressing)
+	if ec.Status.ObservedGeneration != ec.Generation || int(ec.Status.ReadyMembers) != n ||
+		avail == nil || avail.Status != metav1.ConditionTrue || avail.Reason != "QuorumHealthy" ||
+		prog == nil || prog.Status != metav1.ConditionFalse || ec.Status.ClusterID == "" {
+		return false, state
+	}
+	members, err := listMembers(ctx, f, name)
+	if err != nil || len(members) != n {
+		return false, fmt.Sprintf("%s; %d EtcdMembers (%v)", state, len(members), err)
+	}
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: voterSelector(name)})
+	if err != nil {
+		return false, err.Error()
+	}
+	ready := 0
+	for i := range pods.Items {
+		if framework.PodReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
+			ready++
+		}
+	}
+	if ready != n || len(pods.Items) != n {
+		return false, fmt.Sprintf("%s; %d/%d voter Pods Ready", state, ready, len(pods.Items))
+	}
+	ml, err := memberList(ctx, f, name)
+	if err != nil {
+		return false, fmt.Sprintf("%s; MemberList: %v", state, err)
+	}
+	voters, learners, unstarted := countMembers(ml)
+	return voters == n && learners == 0 && unstarted == 0,
+		fmt.Sprintf("%s; etcd: %d voters, %d learners, %d unstarted", state, voters, learners, unstarted)
+}
+
 // waitCondition waits until the cluster's condition typ has status and reason.
-func waitCondition(f *framework.Test, name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) *v1alpha2.EtcdCluster {
+func waitCondition(f *framework.Test, name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) *etcdv1alpha2.EtcdCluster {
 	f.T.Helper()
-	var ec *v1alpha2.EtcdCluster
+	var ec *etcdv1alpha2.EtcdCluster
 	err := f.Poll(fmt.Sprintf("EtcdCluster %s %s=%s/%s", name, typ, status, reason), timeout, func(ctx context.Context) (bool, string, error) {
 		var err error
 		ec, err = getCluster(ctx, f, name)
@@ -257,7 +265,7 @@ func memberListAndPods(ctx context.Context, f *framework.Test, name string) (*cl
 	}
 	// Voters first: they answer.
 	sort.SliceStable(pods.Items, func(i, j int) bool {
-		return pods.Items[i].Labels[v1alpha2.LabelRole] > pods.Items[j].Labels[v1alpha2.LabelRole]
+		return pods.Items[i].Labels[etcdv1alpha2.LabelRole] > pods.Items[j].Labels[etcdv1alpha2.LabelRole]
 	})
 	eps, _ := etcdconn.PodEndpoints(pods.Items, etcdconn.ClientPort, false)
 	var errs []error
@@ -358,7 +366,7 @@ func (o *membershipObserver) add(ml *clientv3.MemberListResponse, pods []corev1.
 	defer o.mu.Unlock()
 	voterPods := map[string]bool{}
 	for _, p := range pods {
-		if p.Labels[v1alpha2.LabelRole] == v1alpha2.RoleVoter && p.DeletionTimestamp == nil {
+		if p.Labels[etcdv1alpha2.LabelRole] == etcdv1alpha2.RoleVoter && p.DeletionTimestamp == nil {
 			voterPods[p.Name] = true
 		}
 	}
@@ -424,7 +432,7 @@ func (o *membershipObserver) check(f *framework.Test, wantClusterID string) {
 // started voters and no learner, each one an EtcdMember of the cluster with the same member ID
 // (no orphan, no duplicate), the cluster ID equals status.clusterID, and every EtcdMember has a
 // Ready Pod. It returns the member IDs by name.
-func checkMembership(f *framework.Test, ec *v1alpha2.EtcdCluster, n int) map[string]string {
+func checkMembership(f *framework.Test, ec *etcdv1alpha2.EtcdCluster, n int) map[string]string {
 	f.T.Helper()
 	ml, err := memberList(f.Ctx, f, ec.Name)
 	if err != nil {
@@ -467,7 +475,7 @@ func checkMembership(f *framework.Test, ec *v1alpha2.EtcdCluster, n int) map[str
 		}
 	}
 	for name := range byName {
-		if !slices.ContainsFunc(members, func(m v1alpha2.EtcdMember) bool { return m.Name == name }) {
+		if !slices.ContainsFunc(members, func(m etcdv1alpha2.EtcdMember) bool { return m.Name == name }) {
 			f.T.Errorf("etcd member %s has no EtcdMember (orphan)", name)
 		}
 	}
@@ -479,7 +487,16 @@ func checkMembership(f *framework.Test, ec *v1alpha2.EtcdCluster, n int) map[str
 // client Service's endpoints (voters only), and Pods spread over nodes when n ≤ 3.
 func checkObjects(f *framework.Test, name string, n int, nodes int) {
 	f.T.Helper()
-	ctx := f.Ctx
+	checkPDB(f, name, n)
+	checkServices(f, name)
+	voters := checkSpread(f, name, n, nodes)
+	checkClientEndpoints(f, name, n, voters)
+}
+
+// checkPDB waits for the PDB of a converged cluster of n members: integer minAvailable n/2+1,
+// selector cluster + role=voter, n expected Pods.
+func checkPDB(f *framework.Test, name string, n int) {
+	f.T.Helper()
 	want := n/2 + 1
 	err := f.Poll(fmt.Sprintf("PDB %s minAvailable %d", name, want), time.Minute, func(ctx context.Context) (bool, string, error) {
 		pdb, err := f.Kube.PolicyV1().PodDisruptionBudgets(f.Namespace).Get(ctx, name, metav1.GetOptions{})
@@ -497,31 +514,40 @@ func checkObjects(f *framework.Test, name string, n int, nodes int) {
 	if err != nil {
 		f.T.Error(err)
 	}
-	headless, err := f.Kube.CoreV1().Services(f.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+}
+
+// checkServices asserts the headless Service (all members, not-ready addresses published) and
+// the client Service (voters only).
+func checkServices(f *framework.Test, name string) {
+	f.T.Helper()
+	headless, err := f.Kube.CoreV1().Services(f.Namespace).Get(f.Ctx, name, metav1.GetOptions{})
+	switch {
+	case err != nil:
 		f.T.Errorf("headless Service: %v", err)
-	} else {
-		if headless.Spec.ClusterIP != corev1.ClusterIPNone || !headless.Spec.PublishNotReadyAddresses {
-			f.T.Errorf("headless Service: clusterIP %q publishNotReadyAddresses %t", headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses)
-		}
-		if s := headless.Spec.Selector; len(s) != 1 || s[v1alpha2.LabelCluster] != name {
-			f.T.Errorf("headless Service selector %v, want only %s=%s", s, v1alpha2.LabelCluster, name)
-		}
+	case headless.Spec.ClusterIP != corev1.ClusterIPNone || !headless.Spec.PublishNotReadyAddresses:
+		f.T.Errorf("headless Service: clusterIP %q publishNotReadyAddresses %t", headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses)
+	case len(headless.Spec.Selector) != 1 || headless.Spec.Selector[etcdv1alpha2.LabelCluster] != name:
+		f.T.Errorf("headless Service selector %v, want only %s=%s", headless.Spec.Selector, etcdv1alpha2.LabelCluster, name)
 	}
-	clientSvc, err := f.Kube.CoreV1().Services(f.Namespace).Get(ctx, name+"-client", metav1.GetOptions{})
+	clientSvc, err := f.Kube.CoreV1().Services(f.Namespace).Get(f.Ctx, name+"-client", metav1.GetOptions{})
 	if err != nil {
 		f.T.Errorf("client Service: %v", err)
-	} else if s := clientSvc.Spec.Selector; len(s) != 2 || s[v1alpha2.LabelCluster] != name || s[v1alpha2.LabelRole] != v1alpha2.RoleVoter {
+	} else if s := clientSvc.Spec.Selector; len(s) != 2 || s[etcdv1alpha2.LabelCluster] != name || s[etcdv1alpha2.LabelRole] != etcdv1alpha2.RoleVoter {
 		f.T.Errorf("client Service selector %v, want cluster %s and role voter", s, name)
 	}
-	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+}
+
+// checkSpread asserts one Pod per node when n ≤ nodes and returns the voter Pods' names.
+func checkSpread(f *framework.Test, name string, n, nodes int) map[string]bool {
+	f.T.Helper()
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 	if err != nil {
 		f.T.Fatal(err)
 	}
 	voters := map[string]bool{}
 	nodesUsed := map[string]bool{}
 	for _, p := range pods.Items {
-		if p.Labels[v1alpha2.LabelRole] == v1alpha2.RoleVoter {
+		if p.Labels[etcdv1alpha2.LabelRole] == etcdv1alpha2.RoleVoter {
 			voters[p.Name] = true
 		}
 		nodesUsed[p.Spec.NodeName] = true
@@ -529,17 +555,22 @@ func checkObjects(f *framework.Test, name string, n int, nodes int) {
 	if n <= nodes && len(nodesUsed) != n {
 		f.T.Errorf("%d Pods on %d nodes %v, want one per node", len(pods.Items), len(nodesUsed), keys(nodesUsed))
 	}
-	// The client Service's endpoints: every Ready voter, nothing else. EndpointSlices follow the
-	// Pods with a small delay, so this polls.
-	err = f.Poll("client Service endpoints = voters", time.Minute, func(ctx context.Context) (bool, string, error) {
-		slices, err := f.Kube.DiscoveryV1().EndpointSlices(f.Namespace).List(ctx, metav1.ListOptions{
+	return voters
+}
+
+// checkClientEndpoints waits until the client Service's EndpointSlices hold exactly the n voter
+// Pods (EndpointSlices follow the Pods with a small delay).
+func checkClientEndpoints(f *framework.Test, name string, n int, voters map[string]bool) {
+	f.T.Helper()
+	err := f.Poll("client Service endpoints = voters", time.Minute, func(ctx context.Context) (bool, string, error) {
+		list, err := f.Kube.DiscoveryV1().EndpointSlices(f.Namespace).List(ctx, metav1.ListOptions{
 			LabelSelector: discoveryv1.LabelServiceName + "=" + name + "-client",
 		})
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		var got []string
-		for _, s := range slices.Items {
+		for _, s := range list.Items {
 			for _, e := range s.Endpoints {
 				if e.TargetRef != nil {
 					got = append(got, e.TargetRef.Name)
@@ -580,7 +611,7 @@ func nodeCount(f *framework.Test) int {
 // deleteCluster deletes the EtcdCluster in the background, as `kubectl delete` does.
 func deleteCluster(f *framework.Test, name string) {
 	f.T.Helper()
-	ec := &v1alpha2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace}}
+	ec := &etcdv1alpha2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace}}
 	if err := kc(f).Delete(f.Ctx, ec); err != nil && !apierrors.IsNotFound(err) {
 		f.T.Fatalf("deleting EtcdCluster %s: %v", name, err)
 	}

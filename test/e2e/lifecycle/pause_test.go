@@ -10,7 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
@@ -47,12 +47,12 @@ func TestPauseResume(t *testing.T) {
 
 	start = time.Now()
 	setReplicas(f, name, 0)
-	ec = waitCondition(f, name, v1alpha2.ConditionProgressing, metav1.ConditionFalse, "Paused", 2*scaleTimeout)
+	ec = waitCondition(f, name, etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse, "Paused", 2*scaleTimeout)
 	if err := f.WaitForNoPods(f.Ctx, f.Namespace, podSelector(name), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	f.Record("pause-3-0", since(start), "replicas 0 → Progressing=False/Paused, no Pods")
-	if c := findCond(ec, v1alpha2.ConditionAvailable); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Paused" {
+	if c := findCond(ec, etcdv1alpha2.ConditionAvailable); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Paused" {
 		t.Errorf("paused: Available = %+v, want False/Paused", c)
 	}
 	if ec.Status.ClusterID != clusterID {
@@ -112,7 +112,7 @@ func TestPauseResume(t *testing.T) {
 	f.RequireHashKVEqual(cli, eps, time.Minute)
 }
 
-func findCond(ec *v1alpha2.EtcdCluster, typ string) *metav1.Condition {
+func findCond(ec *etcdv1alpha2.EtcdCluster, typ string) *metav1.Condition {
 	for i := range ec.Status.Conditions {
 		if ec.Status.Conditions[i].Type == typ {
 			return &ec.Status.Conditions[i]
@@ -121,7 +121,7 @@ func findCond(ec *v1alpha2.EtcdCluster, typ string) *metav1.Condition {
 	return nil
 }
 
-func memberNames(ms []v1alpha2.EtcdMember) []string {
+func memberNames(ms []etcdv1alpha2.EtcdMember) []string {
 	out := make([]string, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, fmt.Sprintf("%s(dormant=%t)", m.Name, m.Spec.Dormant))

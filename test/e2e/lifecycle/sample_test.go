@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
@@ -59,65 +59,21 @@ func TestAPISample(t *testing.T) {
 	restartsBefore := operatorRestarts(f)
 	const name = "etcd"
 	applySample(f, name)
-	var ec *v1alpha2.EtcdCluster
+	var ec *etcdv1alpha2.EtcdCluster
 	start := time.Now()
 	err = f.Poll("operator to report on the sample", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
 		ec, err = getCluster(ctx, f, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return findCond(ec, v1alpha2.ConditionAvailable) != nil && ec.Status.ObservedGeneration == ec.Generation, clusterState(ec), nil
+		return findCond(ec, etcdv1alpha2.ConditionAvailable) != nil && ec.Status.ObservedGeneration == ec.Generation, clusterState(ec), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Record("sample-first-status", since(start), "api.md §2.7 sample: apply → first Available condition")
-	// Watch for a while: the status must stay honest and the operator must stay up.
-	deadline := time.Now().Add(sampleObserve)
-	var seen []string
-	err = f.Poll("sample observation window", sampleObserve+30*time.Second, func(ctx context.Context) (bool, string, error) {
-		ec, err = getCluster(ctx, f, name)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		if c := findCond(ec, v1alpha2.ConditionAvailable); c != nil {
-			s := fmt.Sprintf("Available=%s/%s: %s", c.Status, c.Reason, c.Message)
-			if len(seen) == 0 || seen[len(seen)-1] != s {
-				seen = append(seen, s)
-			}
-			if c.Status == metav1.ConditionTrue {
-				return false, "", fmt.Errorf("the sample cluster reports %s although cert-manager TLS and auth are not in place", s)
-			}
-		}
-		return time.Now().After(deadline), clusterState(ec), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("status of the sample: %s", clusterState(ec))
-	for _, c := range ec.Status.Conditions {
-		t.Logf("  %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
-		if c.Reason == "" || c.Message == "" {
-			t.Errorf("condition %s has no reason or message: %+v", c.Type, c)
-		}
-	}
-	t.Logf("Available transitions seen: %q", seen)
-	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		t.Logf("Pod %s: %s", p.Name, podSummary(&p))
-		if framework.PodReady(&p) {
-			t.Errorf("member Pod %s is Ready although the TLS it must serve with does not exist", p.Name)
-		}
-	}
-	events, err := f.Kube.CoreV1().Events(f.Namespace).List(f.Ctx, metav1.ListOptions{})
-	if err == nil {
-		for _, e := range events.Items {
-			t.Logf("Event %s %s/%s %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-		}
-	}
+	ec = watchSample(f, name)
+	logSampleState(f, ec)
 	restarted := 0
 	for uid, n := range operatorRestarts(f) {
 		restarted += int(n - restartsBefore[uid])
@@ -125,7 +81,7 @@ func TestAPISample(t *testing.T) {
 	if restarted != 0 {
 		t.Errorf("the operator's containers restarted %d times while it handled the sample", restarted)
 	}
-	if c := findCond(ec, v1alpha2.ConditionAvailable); c == nil || c.Status == metav1.ConditionTrue {
+	if c := findCond(ec, etcdv1alpha2.ConditionAvailable); c == nil || c.Status == metav1.ConditionTrue {
 		t.Errorf("Available = %+v, want not True with a reason", c)
 	}
 }
@@ -148,7 +104,7 @@ func TestAPISampleReportsCertManagerNotInstalled(t *testing.T) {
 	}
 	const name = "etcd"
 	applySample(f, name)
-	ec := &v1alpha2.EtcdCluster{}
+	ec := &etcdv1alpha2.EtcdCluster{}
 	err := f.Poll("Available=False/CertManagerNotInstalled or Degraded=True/TLSSecretMissing", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
 		got, err := getCluster(ctx, f, name)
 		if err != nil {
@@ -158,7 +114,7 @@ func TestAPISampleReportsCertManagerNotInstalled(t *testing.T) {
 			return false, err.Error(), nil
 		}
 		ec = got
-		a, d := findCond(ec, v1alpha2.ConditionAvailable), findCond(ec, v1alpha2.ConditionDegraded)
+		a, d := findCond(ec, etcdv1alpha2.ConditionAvailable), findCond(ec, etcdv1alpha2.ConditionDegraded)
 		ok := (a != nil && a.Status == metav1.ConditionFalse && a.Reason == "CertManagerNotInstalled") ||
 			(d != nil && d.Status == metav1.ConditionTrue && d.Reason == "TLSSecretMissing")
 		return ok, clusterState(ec), nil
@@ -195,9 +151,69 @@ func applySample(f *framework.Test, name string) {
 	}
 	sp := ec.Spec
 	if sp.TLS == nil || sp.TLS.Client == nil || sp.TLS.Client.CertManager == nil || sp.TLS.Peer == nil || sp.TLS.Peer.CertManager == nil ||
-		sp.Auth == nil || !sp.Auth.Enabled || sp.Storage.ReclaimPolicy != v1alpha2.ReclaimPolicyRetain || sp.Version != "3.6.5" ||
+		sp.Auth == nil || !sp.Auth.Enabled || sp.Storage.ReclaimPolicy != etcdv1alpha2.ReclaimPolicyRetain || sp.Version != "3.6.5" ||
 		sp.Replicas == nil || *sp.Replicas != 3 || len(sp.Tolerations) != 1 || sp.ClientService == nil || sp.ClientService.Type != "LoadBalancer" {
 		f.T.Errorf("the API server changed the sample: %+v", sp)
+	}
+}
+
+// watchSample watches the sample cluster for sampleObserve: Available must never become True.
+// It returns the last state read.
+func watchSample(f *framework.Test, name string) *etcdv1alpha2.EtcdCluster {
+	f.T.Helper()
+	deadline := time.Now().Add(sampleObserve)
+	var seen []string
+	ec := &etcdv1alpha2.EtcdCluster{}
+	err := f.Poll("sample observation window", sampleObserve+30*time.Second, func(ctx context.Context) (bool, string, error) {
+		got, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		ec = got
+		if c := findCond(ec, etcdv1alpha2.ConditionAvailable); c != nil {
+			s := fmt.Sprintf("Available=%s/%s: %s", c.Status, c.Reason, c.Message)
+			if len(seen) == 0 || seen[len(seen)-1] != s {
+				seen = append(seen, s)
+			}
+			if c.Status == metav1.ConditionTrue {
+				return false, "", fmt.Errorf("the sample cluster reports %s although cert-manager TLS and auth are not in place", s)
+			}
+		}
+		return time.Now().After(deadline), clusterState(ec), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	f.T.Logf("Available transitions seen: %q", seen)
+	return ec
+}
+
+// logSampleState logs the sample's conditions, Pods and Events (the scenario documents what the
+// operator does with it) and fails on a condition without reason or message or a Ready Pod.
+func logSampleState(f *framework.Test, ec *etcdv1alpha2.EtcdCluster) {
+	f.T.Helper()
+	f.T.Logf("status of the sample: %s", clusterState(ec))
+	for _, c := range ec.Status.Conditions {
+		f.T.Logf("  %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
+		if c.Reason == "" || c.Message == "" {
+			f.T.Errorf("condition %s has no reason or message: %+v", c.Type, c)
+		}
+	}
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		f.T.Logf("Pod %s: %s", p.Name, podSummary(&p))
+		if framework.PodReady(&p) {
+			f.T.Errorf("member Pod %s is Ready although the TLS it must serve with does not exist", p.Name)
+		}
+	}
+	events, err := f.Kube.CoreV1().Events(f.Namespace).List(f.Ctx, metav1.ListOptions{})
+	if err == nil {
+		for _, e := range events.Items {
+			f.T.Logf("Event %s %s/%s %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
 	}
 }
 
