@@ -260,8 +260,10 @@ func TestOperatorCrashAfterSpecChange(t *testing.T) {
 		step     string
 		from, to int
 	}{
+		{failpoint.SpecAdopted, 1, 2},
 		{failpoint.MemberCreated, 1, 2},
 		{failpoint.LearnerAdded, 1, 2},
+		{failpoint.SpecAdopted, 2, 1},
 		{failpoint.RemovalReasonSet, 2, 1},
 		{failpoint.MemberRemoved, 2, 1},
 		{failpoint.MemberDeleted, 2, 1},
