@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -59,6 +60,14 @@ func (c *Cluster) recreateVolume(ctx context.Context, cs kubernetes.Interface, n
 	if exists {
 		if err := cs.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("recycling PV %s: %w", name, err)
+		}
+		// The kubernetes.io/pv-protection finalizer is removed by kube-controller-manager,
+		// which up starts only after the volumes: after a crash (processes killed, the
+		// cluster's etcd kept) a Released PV would wait for it forever. Only Released and
+		// Failed PVs get here, and no claim uses those, so there is nothing to protect.
+		if _, err := cs.CoreV1().PersistentVolumes().Patch(ctx, name, types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing PV %s from its finalizers: %w", name, err)
 		}
 		if err := waitGone(ctx, cs, name); err != nil {
 			return err
