@@ -26,32 +26,35 @@ echo "operator ready in $((SECONDS - t0))s"
 step "3/5 applying config/samples (a 3-member EtcdCluster named etcd, namespace default)"
 "$kubectl" apply -k config/samples
 
-step "4/5 waiting up to ${available_timeout}s for the EtcdCluster to be Available"
+step "4/5 waiting up to ${available_timeout}s for all 3 members to be Ready voters (Available, Reconciled)"
 t0=$SECONDS
 available=""
 while (( SECONDS - t0 < available_timeout )); do
 	line=$("$kubectl" get etcdcluster etcd -o jsonpath='{.status.readyMembers}/{.spec.replicas} ready, Available={.status.conditions[?(@.type=="Available")].status} ({.status.conditions[?(@.type=="Progressing")].reason})' 2>/dev/null || true)
 	printf '\r  [%3ds] %-90s' "$((SECONDS - t0))" "${line:-waiting for status}"
-	available=$("$kubectl" get etcdcluster etcd -o jsonpath='{.status.conditions[?(@.type=="Available")].status}' 2>/dev/null || true)
-	[[ $available == True ]] && break
+	# Available turns True once a quorum is Ready; the demo waits for the whole cluster.
+	available=$("$kubectl" get etcdcluster etcd -o jsonpath='{.status.conditions[?(@.type=="Available")].status}/{.status.conditions[?(@.type=="Progressing")].reason}/{.status.readyMembers}/{.spec.replicas}' 2>/dev/null || true)
+	IFS=/ read -r avail reason ready want <<<"$available"
+	[[ $avail == True && $reason == Reconciled && $ready == "$want" ]] && break
 	sleep 2
 done
 echo
-if [[ $available != True ]]; then
-	echo "The EtcdCluster is not Available after ${available_timeout}s. What the operator says:" >&2
+if [[ ${avail:-} != True || ${reason:-} != Reconciled || ${ready:-} != "${want:-}" ]]; then
+	echo "The EtcdCluster has not converged after ${available_timeout}s. What the operator says:" >&2
 	"$kubectl" describe etcdcluster etcd >&2 || true
 	"$kubectl" -n etcd-operator-system logs deployment/etcd-operator --tail=30 >&2 || true
 	exit 1
 fi
-echo "Available in $((SECONDS - t0))s"
+echo "Available with ${ready}/${want} Ready voters in $((SECONDS - t0))s"
 
 step "5/5 what is running"
 "$kubectl" get etcdcluster,etcdmember,pods -o wide
 # The host dials Pod IPs directly: it must never resolve cluster names through its own resolver.
-endpoints=$("$kubectl" get pods -l etcd-operator.cozystack.io/cluster=etcd -o jsonpath='{range .items[*]}http://{.status.podIP}:2379,{end}')
+endpoints=$("$kubectl" get pods -l etcd-operator.cozystack.io/cluster=etcd --field-selector=status.phase=Running \
+	-o jsonpath='{range .items[*]}http://{.status.podIP}:2379,{end}')
 echo
 "$etcdctl" --endpoints "${endpoints%,}" member list -w table
-"$etcdctl" --endpoints "${endpoints%,}" endpoint status -w table
+"$etcdctl" --endpoints "${endpoints%,}" endpoint status -w table || true
 
 cat <<EOM
 
