@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
 )
 
 // One API server serves every test in this package: starting one costs seconds, and tests
@@ -33,24 +34,16 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with `make test`, "+
-			"which builds kube-apiserver, etcd and kubectl from pinned sources and sets it")
-		return 1
-	}
 	if err := etcdv1alpha2.AddToScheme(scheme.Scheme); err != nil {
 		fmt.Fprintln(os.Stderr, "registering the API types:", err)
 		return 1
 	}
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := testEnv.Start()
+	env, cfg, err := apiserver.Start(nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting kube-apiserver and etcd:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	testEnv = env
 	defer func() {
 		if err := testEnv.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)

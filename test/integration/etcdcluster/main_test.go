@@ -3,19 +3,17 @@ package etcdcluster_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	goruntime "runtime"
 	"testing"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcd-operator/etcd-operator/internal/operator"
+	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
 )
 
 // One API server serves every test in this package; tests isolate themselves by namespace.
@@ -34,29 +32,15 @@ func zapLevel() zapcore.Level {
 	return zapcore.ErrorLevel
 }
 
-func repoRoot() string {
-	_, file, _, _ := goruntime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with `make test`, "+
-			"which builds kube-apiserver, etcd and kubectl from pinned sources and sets it")
-		return 1
-	}
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false), zap.Level(zapLevel())))
-	testEnv := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := testEnv.Start()
+	testEnv, cfg, err := apiserver.Start(nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting kube-apiserver and etcd:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() {

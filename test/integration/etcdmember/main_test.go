@@ -8,8 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -26,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/operator"
+	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
 )
 
 // imageRepository is what the controller under test is configured with, so tests can tell its
@@ -40,21 +38,11 @@ var (
 	etcd       = &fakeEtcd{clusters: map[string]*etcdfake.Recorder{}}
 )
 
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with `make test`, "+
-			"which builds kube-apiserver, etcd and kubectl from pinned sources and sets it")
-		return 1
-	}
 	if os.Getenv("ETCDMEMBER_TEST_LOG") != "" {
 		logf.SetLogger(zap.New(zap.UseDevMode(true)))
 	}
@@ -63,14 +51,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	testEnv := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
-	}
-	cfg, err := testEnv.Start()
+	testEnv, cfg, err := apiserver.Start(scheme)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting kube-apiserver and etcd:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() {
