@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -105,6 +106,36 @@ func (c *Cluster) StateDir() string { return c.layout.state() }
 
 // LogDir is the folder of the components' logs; they survive down for post-mortems.
 func (c *Cluster) LogDir() string { return c.layout.logs() }
+
+// AuditLogPath is the API server's audit log: one JSON event (audit.k8s.io/v1, Metadata
+// level) per create, update, patch, delete or deletecollection request, written when the
+// response is complete. It lives in the state folder, so down deletes it. At
+// AuditLogMaxSizeMB the API server renames it to audit-<time>.log beside it and starts a new
+// one; AuditLogFiles lists them all.
+func (c *Cluster) AuditLogPath() string { return c.layout.auditLog() }
+
+// AuditLogFiles lists the audit log and its rotated backups, oldest first.
+func (c *Cluster) AuditLogFiles() ([]string, error) {
+	backups, err := filepath.Glob(filepath.Join(c.layout.audit(), "audit-*.log"))
+	if err != nil {
+		return nil, err
+	}
+	// Backups are named audit-<UTC time>.log, so lexical order is age order.
+	sort.Strings(backups)
+	files := backups
+	if _, err := os.Stat(c.layout.auditLog()); err == nil {
+		files = append(files, c.layout.auditLog())
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return files, nil
+}
+
+// CoreDNSLogPath is CoreDNS's log. Its log plugin writes one line per query received, as
+// `[INFO] <client ip>:<port> - <id> "<type> IN <name> <proto> ..." <rcode> ...`; a Pod's
+// queries carry the Pod's IP (there is no masquerading). It grows for the cluster's lifetime
+// and starts afresh with a new cluster.
+func (c *Cluster) CoreDNSLogPath() string { return c.layout.logFile(coreDNSName) }
 
 func (c *Cluster) logf(format string, args ...any) {
 	// Progress only: a failing log writer must not fail the command.
@@ -240,7 +271,7 @@ func (c *Cluster) forEachNode(fn func(Node) error) error {
 }
 
 func (c *Cluster) startEtcdAndRuntimes(ctx context.Context) error {
-	if _, err := c.layout.start(c.etcdProcess()); err != nil {
+	if _, err := c.start(ctx, c.etcdProcess()); err != nil {
 		return err
 	}
 	if err := c.forEachNode(func(n Node) error { return c.startContainerd(ctx, n) }); err != nil {
@@ -250,7 +281,7 @@ func (c *Cluster) startEtcdAndRuntimes(ctx context.Context) error {
 }
 
 func (c *Cluster) startAPIServerAndImport(ctx context.Context, archives func() ([]string, error)) error {
-	if _, err := c.layout.start(c.apiServerProcess()); err != nil {
+	if _, err := c.start(ctx, c.apiServerProcess()); err != nil {
 		return err
 	}
 	importErr := make(chan error, 1)
@@ -271,7 +302,7 @@ func (c *Cluster) startRest(ctx context.Context) error {
 		procs = append(procs, c.kubeletProcess(n))
 	}
 	for _, p := range procs {
-		if _, err := c.layout.start(p); err != nil {
+		if _, err := c.start(ctx, p); err != nil {
 			return err
 		}
 	}

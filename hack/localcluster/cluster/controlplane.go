@@ -63,10 +63,41 @@ func (c *Cluster) apiServerProcess() process {
 			"--enable-admission-plugins=NodeRestriction",
 			"--allow-privileged=true",
 			"--profiling=false",
+			// Every write to the API, at Metadata level (auditPolicy), so tests can count
+			// the writes a component makes, no-op patches included (they change no
+			// resourceVersion, so watching objects cannot see them).
+			"--audit-policy-file=" + c.layout.auditPolicy(),
+			"--audit-log-path=" + c.layout.auditLog(),
+			"--audit-log-format=json",
+			"--audit-log-mode=blocking",
+			fmt.Sprintf("--audit-log-maxsize=%d", AuditLogMaxSizeMB),
+			fmt.Sprintf("--audit-log-maxbackup=%d", AuditLogMaxBackups),
 			"--v=1",
 		},
+		configs: []string{c.layout.auditPolicy()},
 	}
 }
+
+// Audit log rotation: the API server starts a new file after AuditLogMaxSizeMB and keeps
+// AuditLogMaxBackups rotated ones, so the log never holds more than about 200 MB.
+const (
+	AuditLogMaxSizeMB  = 50
+	AuditLogMaxBackups = 3
+)
+
+// auditPolicy records who wrote what: every create, update, patch, delete and
+// deletecollection at Metadata level (user, verb, object reference, response code; no
+// bodies, so no Secret content), once per request when the response is complete, and
+// nothing else. Reads and watches are not logged: they would multiply the volume and say
+// nothing about writes.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+`
 
 func (c *Cluster) controllerManagerProcess() process {
 	pki := func(f string) string { return filepath.Join(c.layout.pki(), f) }
@@ -148,10 +179,13 @@ func (c *Cluster) kubeProxyProcess() process {
 
 // corefile serves the cluster domain from the API (with per-Pod A records, which etcd peers
 // use) and answers NXDOMAIN for every other name: there is no forward plugin, so CoreDNS never
-// queries a resolver outside this machine.
+// queries a resolver outside this machine. The log plugin writes one line per query, with the
+// client's address, to CoreDNS's log (CoreDNSLogPath), so tests can count the lookups a Pod
+// makes.
 func (c *Cluster) corefile() string {
 	return fmt.Sprintf(`%[1]s in-addr.arpa ip6.arpa {
     bind %[2]s
+    log
     errors
     health %[2]s:%[3]d
     ready %[2]s:%[4]d
@@ -164,6 +198,7 @@ func (c *Cluster) corefile() string {
 }
 . {
     bind %[2]s
+    log
     errors
     template ANY ANY {
         rcode NXDOMAIN
@@ -174,9 +209,10 @@ func (c *Cluster) corefile() string {
 
 func (c *Cluster) coreDNSProcess() process {
 	return process{
-		name: coreDNSName,
-		bin:  filepath.Join(c.coreDNSDir, "coredns"),
-		args: []string{"-conf", c.layout.config("Corefile")},
+		name:    coreDNSName,
+		bin:     filepath.Join(c.coreDNSDir, "coredns"),
+		args:    []string{"-conf", c.layout.config("Corefile")},
+		configs: []string{c.layout.config("Corefile")},
 	}
 }
 
@@ -185,6 +221,10 @@ func (c *Cluster) writeControlPlaneFiles() error {
 	files := map[string]string{
 		c.layout.config("kube-proxy.yaml"): c.kubeProxyConfig(),
 		c.layout.config("Corefile"):        c.corefile(),
+		c.layout.auditPolicy():             auditPolicy,
+	}
+	if err := os.MkdirAll(c.layout.audit(), 0o755); err != nil {
+		return err
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

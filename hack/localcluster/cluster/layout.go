@@ -91,12 +91,18 @@ func (l layout) state() string                   { return filepath.Join(l.root, 
 func (l layout) pki() string                     { return filepath.Join(l.state(), "pki") }
 func (l layout) run() string                     { return filepath.Join(l.state(), "run") }
 func (l layout) pidFile(component string) string { return filepath.Join(l.run(), component+".pid") }
-func (l layout) etcdData() string                { return filepath.Join(l.state(), "etcd") }
-func (l layout) config(name string) string       { return filepath.Join(l.state(), "config", name) }
-func (l layout) kubeProxyBinary() string         { return l.config("kube-proxy-binary") }
-func (l layout) node(n Node) string              { return filepath.Join(l.state(), "nodes", n.Name) }
-func (l layout) volumes(n Node) string           { return filepath.Join(l.state(), "volumes", n.Name) }
-func (l layout) sysctlsSaved() string            { return filepath.Join(l.root, "sysctls.saved") }
+func (l layout) recipeFile(component string) string {
+	return filepath.Join(l.run(), component+".recipe")
+}
+func (l layout) etcdData() string          { return filepath.Join(l.state(), "etcd") }
+func (l layout) config(name string) string { return filepath.Join(l.state(), "config", name) }
+func (l layout) kubeProxyBinary() string   { return l.config("kube-proxy-binary") }
+func (l layout) auditPolicy() string       { return l.config("audit-policy.yaml") }
+func (l layout) audit() string             { return filepath.Join(l.state(), "audit") }
+func (l layout) auditLog() string          { return filepath.Join(l.audit(), "audit.log") }
+func (l layout) node(n Node) string        { return filepath.Join(l.state(), "nodes", n.Name) }
+func (l layout) volumes(n Node) string     { return filepath.Join(l.state(), "volumes", n.Name) }
+func (l layout) sysctlsSaved() string      { return filepath.Join(l.root, "sysctls.saved") }
 
 func (l layout) containerdState(n Node) string  { return filepath.Join(l.node(n), "containerd-state") }
 func (l layout) containerdSocket(n Node) string { return filepath.Join(l.node(n), "containerd.sock") }

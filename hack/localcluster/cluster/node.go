@@ -180,7 +180,7 @@ func (c *Cluster) kubeletProcess(n Node) process {
 
 // startContainerd starts node's containerd and waits for its socket to answer.
 func (c *Cluster) startContainerd(ctx context.Context, n Node) error {
-	if _, err := c.layout.start(c.containerdProcess(n)); err != nil {
+	if _, err := c.start(ctx, c.containerdProcess(n)); err != nil {
 		return err
 	}
 	return poll(ctx, 30*time.Second, fmt.Sprintf("containerd of %s (log: %s)", n.Name, c.layout.logFile(containerdComponent(n))), func() (bool, error) {
@@ -260,7 +260,7 @@ func (c *Cluster) StartNode(ctx context.Context, name string) error {
 	if err := c.startContainerd(ctx, n); err != nil {
 		return err
 	}
-	_, err = c.layout.start(c.kubeletProcess(n))
+	_, err = c.start(ctx, c.kubeletProcess(n))
 	return err
 }
 

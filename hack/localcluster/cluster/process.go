@@ -3,6 +3,8 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +22,84 @@ type process struct {
 	bin  string
 	args []string
 	env  []string
+	// configs are files the process reads its configuration from at start (CoreDNS's
+	// Corefile, the API server's audit policy). Their content is part of the recipe, so a
+	// changed file restarts the process like a changed flag does.
+	configs []string
+}
+
+// recipe is a digest of everything that decides how p runs: binary, arguments, environment
+// and the content of its configuration files. Up records it next to the pid file and
+// restarts a running process whose recipe changed.
+func (p process) recipe() (string, error) {
+	h := sha256.New()
+	for _, part := range [][]string{{p.bin}, p.args, p.env} {
+		for _, s := range part {
+			fmt.Fprintf(h, "%d:%s\n", len(s), s)
+		}
+		h.Write([]byte{0})
+	}
+	for _, path := range p.configs {
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("reading the configuration of %s: %w", p.name, err)
+		}
+		fmt.Fprintf(h, "%s %d:", path, len(content))
+		h.Write(content)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// staleReason says why the live process pid, started for p's component, does not run p's
+// recipe want, or returns "" when it does. A process started before recipes were recorded is
+// adopted when its command line is p's and p reads no configuration file; otherwise there is
+// no telling what it runs with, and it is restarted once.
+func (l layout) staleReason(pid int, p process, want string) string {
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != p.bin {
+		return "its binary changed"
+	}
+	recorded, err := os.ReadFile(l.recipeFile(p.name))
+	switch {
+	case err == nil && strings.TrimSpace(string(recorded)) == want:
+		return ""
+	case err == nil:
+		return "its flags, environment or configuration files changed"
+	case len(p.configs) > 0:
+		return "it was started without a recorded configuration"
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || string(cmdline) != strings.Join(append([]string{p.bin}, p.args...), "\x00")+"\x00" {
+		return "its flags changed"
+	}
+	return ""
+}
+
+// restartGrace bounds how long a component whose recipe changed may take to stop.
+const restartGrace = 20 * time.Second
+
+// start starts p, or restarts it when the running process does not run p's recipe (see
+// staleReason), and records the recipe. It reports whether it started a process.
+func (c *Cluster) start(ctx context.Context, p process) (bool, error) {
+	want, err := p.recipe()
+	if err != nil {
+		return false, err
+	}
+	if pid, ok := c.layout.running(p.name); ok {
+		why := c.layout.staleReason(pid, p, want)
+		if why == "" {
+			// Adopted: record the recipe, so later changes of its files are noticed.
+			return false, os.WriteFile(c.layout.recipeFile(p.name), []byte(want+"\n"), 0o644)
+		}
+		c.logf("restarting %s: %s", p.name, why)
+		if err := c.layout.stop(ctx, p.name, restartGrace); err != nil {
+			return false, err
+		}
+	}
+	started, err := c.layout.start(p)
+	if err != nil || !started {
+		return started, err
+	}
+	return true, os.WriteFile(c.layout.recipeFile(p.name), []byte(want+"\n"), 0o644)
 }
 
 // start launches p unless a live process from its pid file already runs the same binary,
@@ -91,8 +171,10 @@ func (l layout) stop(ctx context.Context, name string, grace time.Duration) erro
 			return fmt.Errorf("stopping %s: %w", name, err)
 		}
 	}
-	if err := os.Remove(l.pidFile(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	for _, f := range []string{l.pidFile(name), l.recipeFile(name)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
 }
