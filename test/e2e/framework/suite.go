@@ -190,6 +190,18 @@ func (f *Test) Record(name string, d time.Duration, note string) {
 	f.Timing.Record(f.T.Name(), name, d, note)
 }
 
+// RecordCount adds a count (API writes, connections, lookups in a window) to the report under
+// this test's name. The note says what was counted and the target, e.g. "API writes besides
+// Lease renewals (target 0)": targets are published next to the figure, never asserted.
+func (f *Test) RecordCount(name string, n int64, note string) {
+	f.Timing.RecordCount(f.T.Name(), name, n, note)
+}
+
+// RecordBytes adds a size (a process's RSS) to the report under this test's name.
+func (f *Test) RecordBytes(name string, b int64, note string) {
+	f.Timing.RecordBytes(f.T.Name(), name, b, note)
+}
+
 // Measure runs fn, records how long it took under name, and returns fn's error.
 func (f *Test) Measure(name string, fn func() error) error {
 	return f.Timing.Measure(f.T.Name(), name, fn)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,18 +19,89 @@ const (
 	MarkdownFile = "timing.md"
 )
 
-// Entry is one measured duration.
+// Unit is what an entry's value counts.
+type Unit string
+
+// The units of a report. A duration is the zero Unit, so entries written before counts and
+// sizes existed read back as durations.
+const (
+	// UnitDuration entries carry Duration (and Seconds).
+	UnitDuration Unit = ""
+	// UnitCount entries carry a number of things (API writes, connections, lookups) in Value.
+	UnitCount Unit = "count"
+	// UnitBytes entries carry a size (a process's RSS) in Value.
+	UnitBytes Unit = "bytes"
+)
+
+// Entry is one measure: a duration, a count or a size.
 type Entry struct {
 	// Test is the name of the test that measured it ("" for suite-level measures).
-	Test string `json:"test,omitempty"`
+	Test string
 	// Name is what was measured, e.g. "bootstrap-3" or "write-gap-max".
-	Name string `json:"name"`
-	// Duration is the measured value.
-	Duration time.Duration `json:"-"`
+	Name string
+	// Unit says which of Duration and Value holds the measure.
+	Unit Unit
+	// Duration is the measured value of a UnitDuration entry.
+	Duration time.Duration
 	// Seconds is Duration in seconds, the unit the JSON report uses.
-	Seconds float64 `json:"seconds"`
-	// Note is optional context, e.g. "3 members, 1 killed".
-	Note string `json:"note,omitempty"`
+	Seconds float64
+	// Value is the measured value of a UnitCount or UnitBytes entry.
+	Value int64
+	// Note is optional context, e.g. "3 members, 1 killed", or the target of a count.
+	Note string
+}
+
+// entryJSON is an Entry in timing.json: "seconds", "count" or "bytes" carries the value, so
+// a reader never mistakes a count for a duration.
+type entryJSON struct {
+	Test    string   `json:"test,omitempty"`
+	Name    string   `json:"name"`
+	Seconds *float64 `json:"seconds,omitempty"`
+	Count   *int64   `json:"count,omitempty"`
+	Bytes   *int64   `json:"bytes,omitempty"`
+	Note    string   `json:"note,omitempty"`
+}
+
+// MarshalJSON writes the entry with the key of its unit.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	j := entryJSON{Test: e.Test, Name: e.Name, Note: e.Note}
+	switch e.Unit {
+	case UnitDuration:
+		j.Seconds = &e.Seconds
+	case UnitCount:
+		j.Count = &e.Value
+	case UnitBytes:
+		j.Bytes = &e.Value
+	default:
+		return nil, fmt.Errorf("timing entry %s: unknown unit %q", e.Name, e.Unit)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads an entry written by MarshalJSON.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	var j entryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Entry{Test: j.Test, Name: j.Name, Note: j.Note}
+	set := 0
+	if j.Seconds != nil {
+		set++
+		e.Seconds, e.Duration = *j.Seconds, time.Duration(*j.Seconds*float64(time.Second))
+	}
+	if j.Count != nil {
+		set++
+		e.Unit, e.Value = UnitCount, *j.Count
+	}
+	if j.Bytes != nil {
+		set++
+		e.Unit, e.Value = UnitBytes, *j.Bytes
+	}
+	if set != 1 {
+		return fmt.Errorf("timing entry %q: want exactly one of seconds, count and bytes, got %d", j.Name, set)
+	}
+	return nil
 }
 
 // Report is the document written to timing.json.
@@ -52,11 +124,26 @@ type Recorder struct {
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder { return &Recorder{started: time.Now()} }
 
-// Record adds one measure. Names repeat freely: each call is its own entry.
+// Record adds one duration. Names repeat freely: each call is its own entry.
 func (r *Recorder) Record(test, name string, d time.Duration, note string) {
+	r.add(Entry{Test: test, Name: name, Unit: UnitDuration, Duration: d, Seconds: d.Seconds(), Note: note})
+}
+
+// RecordCount adds a number of things, e.g. API writes or new connections in a window. Say
+// in note what was counted and its target, if any: the report publishes, never asserts.
+func (r *Recorder) RecordCount(test, name string, n int64, note string) {
+	r.add(Entry{Test: test, Name: name, Unit: UnitCount, Value: n, Note: note})
+}
+
+// RecordBytes adds a size, e.g. a process's resident memory.
+func (r *Recorder) RecordBytes(test, name string, b int64, note string) {
+	r.add(Entry{Test: test, Name: name, Unit: UnitBytes, Value: b, Note: note})
+}
+
+func (r *Recorder) add(e Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.entries = append(r.entries, Entry{Test: test, Name: name, Duration: d, Seconds: d.Seconds(), Note: note})
+	r.entries = append(r.entries, e)
 }
 
 // Measure runs fn and records how long it took, whether or not it failed, and returns fn's
@@ -128,9 +215,6 @@ func ReadFile(path string) (Report, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return rep, fmt.Errorf("decoding timing report %s: %w", path, err)
 	}
-	for i := range rep.Entries {
-		rep.Entries[i].Duration = time.Duration(rep.Entries[i].Seconds * float64(time.Second))
-	}
 	return rep, nil
 }
 
@@ -140,14 +224,42 @@ func (rep Report) Markdown() string {
 	b.WriteString("# Timing report\n\n")
 	fmt.Fprintf(&b, "Run started %s. Measured, not asserted.\n\n", rep.Started.UTC().Format(time.RFC3339))
 	if len(rep.Entries) == 0 {
-		b.WriteString("No durations were recorded.\n")
+		b.WriteString("Nothing was recorded.\n")
 		return b.String()
 	}
-	b.WriteString("| Measure | Duration | Test | Note |\n|---|---:|---|---|\n")
+	b.WriteString("| Measure | Value | Test | Note |\n|---|---:|---|---|\n")
 	for _, e := range rep.Entries {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(e.Name), formatDuration(e.Duration), cell(e.Test), cell(e.Note))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(e.Name), formatValue(e), cell(e.Test), cell(e.Note))
 	}
 	return b.String()
+}
+
+// formatValue prints an entry's value in its unit.
+func formatValue(e Entry) string {
+	switch e.Unit {
+	case UnitCount:
+		return strconv.FormatInt(e.Value, 10)
+	case UnitBytes:
+		return formatBytes(e.Value)
+	default:
+		return formatDuration(e.Duration)
+	}
+}
+
+// formatBytes prints sizes in binary units with one decimal, e.g. 41.3 MiB.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, suffix := float64(n)/unit, "KiB"
+	for _, s := range []string{"MiB", "GiB", "TiB"} {
+		if v < unit && v > -unit {
+			break
+		}
+		v, suffix = v/unit, s
+	}
+	return fmt.Sprintf("%.1f %s", v, suffix)
 }
 
 // formatDuration prints durations at a precision a person can compare at a glance.

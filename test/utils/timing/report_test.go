@@ -49,7 +49,7 @@ func TestWriteFiles(t *testing.T) {
 		t.Fatalf("reading %s: %v", MarkdownFile, err)
 	}
 	wantRows := []string{
-		"| Measure | Duration | Test | Note |",
+		"| Measure | Value | Test | Note |",
 		"| cluster-up | 12.3s |  |  |",
 		"| bootstrap-3 | 8.12s | TestBootstrap/3 | 3 members |",
 		`| write-gap-max | 1.5ms | TestTraffic | a\|b c |`,
@@ -58,6 +58,103 @@ func TestWriteFiles(t *testing.T) {
 	for _, row := range wantRows {
 		if !slices.Contains(lines, row) {
 			t.Errorf("%s lacks row %q; got:\n%s", MarkdownFile, row, md)
+		}
+	}
+}
+
+func TestCountsAndBytes(t *testing.T) {
+	t.Parallel()
+	r := NewRecorder()
+	r.Record("TestIdle", "settle", 30*time.Second, "")
+	r.RecordCount("TestIdle", "idle-api-writes", 0, "API writes besides Lease renewals (target 0)")
+	r.RecordCount("TestIdle", "idle-lease-writes", 151, "")
+	r.RecordBytes("TestIdle", "operator-rss-max", 43_306_598, "target ≤ 64 MiB")
+	r.RecordBytes("TestIdle", "small", 1000, "")
+	dir := t.TempDir()
+	if err := r.WriteFiles(dir); err != nil {
+		t.Fatalf("WriteFiles: %v", err)
+	}
+
+	raw, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Entries []map[string]any `json:"entries"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"test": "TestIdle", "name": "settle", "seconds": 30.0},
+		// A count of 0 is written: a missing value would read as "not measured".
+		{"test": "TestIdle", "name": "idle-api-writes", "count": 0.0, "note": "API writes besides Lease renewals (target 0)"},
+		{"test": "TestIdle", "name": "idle-lease-writes", "count": 151.0},
+		{"test": "TestIdle", "name": "operator-rss-max", "bytes": 43306598.0, "note": "target ≤ 64 MiB"},
+		{"test": "TestIdle", "name": "small", "bytes": 1000.0},
+	}
+	if diff := cmp.Diff(want, got.Entries); diff != "" {
+		t.Errorf("%s entries (-want +got):\n%s", JSONFile, diff)
+	}
+
+	// Read back (as MergeFiles does), every entry keeps its unit and value.
+	rep, err := ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r.Report().Entries, rep.Entries); diff != "" {
+		t.Errorf("entries read back (-recorded +read):\n%s", diff)
+	}
+
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(md), "\n")
+	for _, row := range []string{
+		"| settle | 30s | TestIdle |  |",
+		"| idle-api-writes | 0 | TestIdle | API writes besides Lease renewals (target 0) |",
+		"| idle-lease-writes | 151 | TestIdle |  |",
+		"| operator-rss-max | 41.3 MiB | TestIdle | target ≤ 64 MiB |",
+		"| small | 1000 B | TestIdle |  |",
+	} {
+		if !slices.Contains(lines, row) {
+			t.Errorf("%s lacks row %q; got:\n%s", MarkdownFile, row, md)
+		}
+	}
+}
+
+func TestReadFileRejectsAmbiguousEntries(t *testing.T) {
+	t.Parallel()
+	for name, entry := range map[string]string{
+		"no value":  `{"name":"x"}`,
+		"two units": `{"name":"x","seconds":1,"count":2}`,
+	} {
+		path := filepath.Join(t.TempDir(), JSONFile)
+		if err := os.WriteFile(path, []byte(`{"entries":[`+entry+`]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadFile(path); err == nil {
+			t.Errorf("%s: ReadFile accepted %s", name, entry)
+		}
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{
+		0:              "0 B",
+		1023:           "1023 B",
+		1024:           "1.0 KiB",
+		64 << 20:       "64.0 MiB",
+		(64 << 20) + 1: "64.0 MiB",
+		3 << 30:        "3.0 GiB",
+		5 << 40:        "5.0 TiB",
+		2048 << 40:     "2048.0 TiB",
+		-(2 << 20):     "-2.0 MiB",
+	} {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
@@ -72,7 +169,7 @@ func TestWriteFilesEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading %s: %v", MarkdownFile, err)
 	}
-	if !strings.Contains(string(md), "No durations were recorded.") {
+	if !strings.Contains(string(md), "Nothing was recorded.") {
 		t.Errorf("empty report does not say so:\n%s", md)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, JSONFile))
