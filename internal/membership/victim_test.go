@@ -3,6 +3,9 @@ package membership
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
 
 func TestRankVictims(t *testing.T) {
@@ -57,6 +60,54 @@ func TestRankVictims(t *testing.T) {
 				t.Errorf("victim = %s, want %s (ranking %v)", got[0].Name, c.victim, namesOf(got))
 			}
 		})
+	}
+}
+
+// TestRankVictimsFollowsBehaviourOrder ranks one member per key of behaviour.md §7, each older
+// than the member of the next key (so age alone would rank them backwards) and each showing
+// only its own key, and expects exactly the order of §7.
+func TestRankVictimsFollowsBehaviourOrder(t *testing.T) {
+	t.Parallel()
+	names := []string{"pending", "remove-first", "learner", "unhealthy", "not-ready", "outdated", "follower-new", "follower-old", "leader"}
+	s := Scope{Target: 3, ClusterID: "cid", Now: t0.Add(time.Hour)}
+	var etcd []etcdclient.Member
+	for i, n := range names {
+		// Older for earlier keys; the two followers swap so that key 8 (newest first) decides.
+		age := i
+		switch n {
+		case "follower-new":
+			age = len(names)
+		case "leader":
+			age = len(names) + 1
+		}
+		m := mem(n, age)
+		switch n {
+		case "pending":
+			m.Pending = true
+		case "remove-first":
+			m.RemoveFirst = true
+		case "unhealthy":
+			m.Unhealthy = true
+		case "not-ready":
+			m.Ready = false
+		case "outdated":
+			m.TemplateCurrent = false
+		}
+		s.Members = append(s.Members, m)
+		switch n {
+		case "pending":
+		case "learner":
+			etcd = append(etcd, learner(uint64(i+1), n, true))
+		default:
+			etcd = append(etcd, voter(uint64(i+1), n))
+		}
+	}
+	s.Etcd = healthyEtcd(uint64(len(names)), etcd...)
+	want := []string{"pending", "remove-first", "learner", "unhealthy", "not-ready", "outdated", "follower-new", "follower-old", "leader"}
+	in := slices.Clone(s.Members)
+	slices.Reverse(in)
+	if got := namesOf(RankVictims(&s, in)); !slices.Equal(got, want) {
+		t.Errorf("ranking = %v\nwant      %v", got, want)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
@@ -124,5 +125,31 @@ func TestMetricType(t *testing.T) {
 		if got := metricType(k); got != want {
 			t.Errorf("metricType(%s) = %s, want %s", k, got, want)
 		}
+	}
+}
+
+// TestRemoveFirstIsReadByPresence: behaviour.md §7 ranks "members annotated remove-first"
+// second, and the annotation's value carries nothing (api.md §6.2). An empty value, which
+// "kubectl annotate ... remove-first=" writes, must rank the member first like any other value.
+func TestRemoveFirstIsReadByPresence(t *testing.T) {
+	t.Parallel()
+	for _, value := range []string{"", "true", "draining node-3"} {
+		t.Run("value "+value, func(t *testing.T) {
+			t.Parallel()
+			ms := []etcdv1alpha2.EtcdMember{member("a", false), member("b", false), member("c", false)}
+			ms[0].Annotations = map[string]string{etcdv1alpha2.AnnotationRemoveFirst: value}
+			var voters []etcdclient.Member
+			for i := range ms {
+				voters = append(voters, etcdclient.Member{ID: uint64(i + 1), Name: ms[i].Name, PeerURLs: []string{desired.PeerURL(&ms[i])}})
+			}
+			s := testPass(&etcdfake.Recorder{Members: voters}, ms...).scope()
+			if !s.Members[0].RemoveFirst {
+				t.Fatalf("member a annotated %s=%q: RemoveFirst = false", etcdv1alpha2.AnnotationRemoveFirst, value)
+			}
+			// Without the annotation c would go (same age, name descending), and a leads.
+			if got := membership.RankVictims(&s, s.Running())[0].Name; got != "a" {
+				t.Errorf("victim = %s, want a", got)
+			}
+		})
 	}
 }

@@ -227,6 +227,9 @@ func (p *pass) scope() membership.Scope {
 
 func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 	pod := p.pods[m.Name]
+	// remove-first is a flag: its presence is the request, whatever the value, so that
+	// "kubectl annotate ... remove-first=" (an empty value) counts as much as "=true".
+	_, removeFirst := m.Annotations[etcdv1alpha2.AnnotationRemoveFirst]
 	return membership.Member{
 		Name:            m.Name,
 		UID:             string(m.UID),
@@ -237,7 +240,7 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 		Dormant:         m.Spec.Dormant,
 		Deleting:        !m.DeletionTimestamp.IsZero(),
 		RemovalReason:   m.Annotations[etcdv1alpha2.AnnotationRemovalReason],
-		RemoveFirst:     m.Annotations[etcdv1alpha2.AnnotationRemoveFirst] != "",
+		RemoveFirst:     removeFirst,
 		AllowDeletion:   m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] == "true",
 		Ready:           meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionReady),
 		Unhealthy:       meta.IsStatusConditionFalse(m.Status.Conditions, etcdv1alpha2.ConditionHealthy),

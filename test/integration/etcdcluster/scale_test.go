@@ -91,6 +91,47 @@ func TestScaleThreeFiveThree(t *testing.T) {
 	}
 }
 
+// TestScaleDownRemovesTheMemberAnnotatedRemoveFirst annotates the oldest member (the seed,
+// which ranking by age would keep) with remove-first and an empty value, as "kubectl annotate
+// ... remove-first=" writes it, and scales 3 → 2: the annotated member is the one removed.
+func TestScaleDownRemovesTheMemberAnnotatedRemoveFirst(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newCluster("rf", 3)
+	eventually(t, convergeTimeout, "3 members", w.converged("rf", 3))
+	ms, err := w.members(t.Context(), "rf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seed etcdv1alpha2.EtcdMember
+	for _, m := range ms {
+		if m.Spec.Bootstrap {
+			seed = m
+		}
+	}
+	if seed.Name == "" {
+		t.Fatalf("no seed among %d members", len(ms))
+	}
+	before := seed.DeepCopy()
+	seed.Annotations = map[string]string{etcdv1alpha2.AnnotationRemoveFirst: ""}
+	if err := k8s.Patch(t.Context(), &seed, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+
+	w.setReplicas("rf", 2)
+	eventually(t, convergeTimeout, "2 members", w.converged("rf", 2))
+	two, err := w.members(t.Context(), "rf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range two {
+		if m.Name == seed.Name {
+			t.Errorf("member %s, annotated remove-first, is still there; kept %s and %s", seed.Name, two[0].Name, two[1].Name)
+		}
+	}
+}
+
 func containsMember(ms []etcdv1alpha2.EtcdMember, name string) bool {
 	for _, m := range ms {
 		if m.Name == name {
