@@ -33,6 +33,7 @@ func clusterFaults(kube kubernetes.Interface) ClusterFaults {
 		Nodes:      c,
 		Containers: &runtimeFaults{kube: kube, stateDir: c.StateDir()},
 		DataDirs:   &volumeFaults{kube: kube, hostPath: c.PVCHostPath},
+		Records:    c,
 	}
 }
 

@@ -34,9 +34,20 @@ type DataDirFaults interface {
 	CorruptDataDir(ctx context.Context, namespace, pod, mountPath string) error
 }
 
+// ClusterRecords are the cluster tool's records of what happens in the cluster, read from
+// this host's files.
+type ClusterRecords interface {
+	// AuditLogFiles lists the API server's audit log (every write, at Metadata level; read
+	// with ReadAuditEvents) and its rotated backups, oldest first.
+	AuditLogFiles() ([]string, error)
+	// CoreDNSLogPath is CoreDNS's log, one line per query (read with ReadCoreDNSQueries).
+	CoreDNSLogPath() string
+}
+
 // ClusterFaults is everything the cluster tool may offer; each part is optional.
 type ClusterFaults struct {
 	Nodes      NodeFaults
 	Containers ContainerFaults
 	DataDirs   DataDirFaults
+	Records    ClusterRecords
 }

@@ -131,25 +131,31 @@ func (f *Test) StopOperator() func() error {
 // provides none.
 func (f *Test) RequireNodeFaults() NodeFaults {
 	f.T.Helper()
-	return require(f.T, f.Cluster.Nodes, "node stop/start")
+	return require(f.T, f.Cluster.Nodes, "node stop/start faults")
 }
 
 // RequireContainerFaults returns the container fault injector or skips the test.
 func (f *Test) RequireContainerFaults() ContainerFaults {
 	f.T.Helper()
-	return require(f.T, f.Cluster.Containers, "container kill")
+	return require(f.T, f.Cluster.Containers, "container kill faults")
 }
 
 // RequireDataDirFaults returns the data-dir fault injector or skips the test.
 func (f *Test) RequireDataDirFaults() DataDirFaults {
 	f.T.Helper()
-	return require(f.T, f.Cluster.DataDirs, "data-dir wipe/corrupt")
+	return require(f.T, f.Cluster.DataDirs, "data-dir wipe/corrupt faults")
+}
+
+// RequireClusterRecords returns the cluster tool's audit and DNS query logs or skips the test.
+func (f *Test) RequireClusterRecords() ClusterRecords {
+	f.T.Helper()
+	return require(f.T, f.Cluster.Records, "audit and DNS query logs")
 }
 
 func require[T any](t *testing.T, v T, what string) T {
 	t.Helper()
 	if any(v) == nil {
-		t.Skipf("the local cluster tool does not provide %s faults yet", what)
+		t.Skipf("the local cluster tool does not provide %s (not a run against it?)", what)
 	}
 	return v
 }

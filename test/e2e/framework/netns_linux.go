@@ -1,0 +1,118 @@
+package framework
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DialUDPInNetNS opens a UDP socket in the network namespace of process pid (a Pod's, found
+// with ProcFS.ContainerProcess) and connects it to addr, so what it sends leaves from the
+// Pod's address, as if the Pod had sent it. Only the socket is created there; the calling
+// goroutine keeps its own namespace. It needs CAP_SYS_ADMIN (the e2e tests run as root).
+func DialUDPInNetNS(pid int, addr *net.UDPAddr) (*net.UDPConn, error) {
+	type result struct {
+		conn *net.UDPConn
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// setns changes the calling thread only. The goroutine holds its thread until it
+		// restored the thread's namespace; if that fails, it exits still locked and the
+		// runtime throws the thread away instead of reusing it.
+		runtime.LockOSThread()
+		conn, restored, err := dialInNetNS(pid, addr)
+		if restored {
+			runtime.UnlockOSThread()
+		}
+		done <- result{conn, err}
+	}()
+	r := <-done
+	return r.conn, r.err
+}
+
+func dialInNetNS(pid int, addr *net.UDPAddr) (conn *net.UDPConn, restored bool, err error) {
+	own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+	if err != nil {
+		return nil, true, err
+	}
+	defer func() { _ = own.Close() }()
+	target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return nil, true, err
+	}
+	defer func() { _ = target.Close() }()
+	if err := setns(target); err != nil {
+		return nil, true, fmt.Errorf("joining the network namespace of pid %d: %w", pid, err)
+	}
+	conn, err = net.DialUDP("udp", nil, addr)
+	if rerr := setns(own); rerr != nil {
+		if conn != nil {
+			_ = conn.Close()
+		}
+		return nil, false, fmt.Errorf("returning to the test's network namespace: %w", rerr)
+	}
+	return conn, true, err
+}
+
+func setns(ns *os.File) error {
+	return unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET)
+}
+
+// DNS response codes QueryDNS returns.
+const (
+	DNSNoError  = 0
+	DNSNXDomain = 3
+)
+
+// QueryDNS sends one A query for name (fully qualified, with or without the trailing dot)
+// over conn, a UDP socket connected to a DNS server, and returns the response code of the
+// matching answer.
+func QueryDNS(conn *net.UDPConn, name string, timeout time.Duration) (int, error) {
+	id := uint16(rand.N(1 << 16))
+	query, err := dnsQuery(id, name)
+	if err != nil {
+		return 0, err
+	}
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return 0, err
+	}
+	if _, err := conn.Write(query); err != nil {
+		return 0, fmt.Errorf("sending the DNS query for %s: %w", name, err)
+	}
+	buf := make([]byte, 1500)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return 0, fmt.Errorf("waiting for the DNS answer for %s: %w", name, err)
+		}
+		// Header: ID, then flags with QR (answer) in the top bit and RCODE in the low 4.
+		if n >= 12 && binary.BigEndian.Uint16(buf) == id && buf[2]&0x80 != 0 {
+			return int(buf[3] & 0x0f), nil
+		}
+	}
+}
+
+// dnsQuery builds a recursion-desired query for the A record of name (RFC 1035 §4.1).
+func dnsQuery(id uint16, name string) ([]byte, error) {
+	msg := binary.BigEndian.AppendUint16(nil, id)
+	msg = append(msg, 0x01, 0x00) // RD
+	msg = append(msg, 0, 1, 0, 0, 0, 0, 0, 0)
+	for label := range strings.SplitSeq(strings.TrimSuffix(name, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return nil, errors.New("DNS name " + name + ": empty label or one longer than 63 bytes")
+		}
+		msg = append(msg, byte(len(label)))
+		msg = append(msg, label...)
+	}
+	msg = append(msg, 0)
+	return append(msg, 0, 1, 0, 1), nil // type A, class IN
+}
