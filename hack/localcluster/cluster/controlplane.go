@@ -181,7 +181,10 @@ func (c *Cluster) kubeProxyProcess() process {
 // use) and answers NXDOMAIN for every other name: there is no forward plugin, so CoreDNS never
 // queries a resolver outside this machine. The log plugin writes one line per query, with the
 // client's address, to CoreDNS's log (CoreDNSLogPath), so tests can count the lookups a Pod
-// makes.
+// makes. Answers for the cluster domain are not cached, as in kubeadm's Corefile ("disable
+// success/denial" for the cluster domain): a cached NXDOMAIN for a Pod that is just starting
+// would hide its record for the cache's lifetime, which slowed every etcd member join here
+// while real clusters do not.
 func (c *Cluster) corefile() string {
 	return fmt.Sprintf(`%[1]s in-addr.arpa ip6.arpa {
     bind %[2]s
@@ -194,7 +197,6 @@ func (c *Cluster) corefile() string {
         pods insecure
         ttl 5
     }
-    cache 5
 }
 . {
     bind %[2]s
