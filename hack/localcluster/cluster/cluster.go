@@ -297,6 +297,9 @@ func (c *Cluster) startAPIServerAndImport(ctx context.Context, archives func() (
 }
 
 func (c *Cluster) startRest(ctx context.Context) error {
+	if err := c.rotateCoreDNSLog(ctx); err != nil {
+		return err
+	}
 	procs := []process{c.controllerManagerProcess(), c.schedulerProcess(), c.kubeProxyProcess(), c.coreDNSProcess()}
 	for _, n := range c.nodes {
 		procs = append(procs, c.kubeletProcess(n))

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -207,6 +209,31 @@ func (c *Cluster) corefile() string {
     }
 }
 `, DNSDomain, ControlPlaneIP, coreDNSHealthPort, coreDNSReadyPort, c.kubeconfigPath(coreDNSIdentity))
+}
+
+// CoreDNSLogMaxBytes bounds CoreDNS's log, which grows by a line per query (etcd members
+// resolve their peers every few seconds: tens of MB an hour while e2e tests run clusters). Up
+// moves a larger log to coredns.log.1, replacing the previous one, and restarts CoreDNS on a
+// fresh file, so the two take at most about twice this.
+const CoreDNSLogMaxBytes = 64 << 20
+
+// rotateCoreDNSLog stops CoreDNS and moves its log aside when it passed CoreDNSLogMaxBytes;
+// the start that follows opens a new one. A reader holding an offset into the old file then
+// finds its offset past the new end and reads nothing, which tests report as a failed read.
+func (c *Cluster) rotateCoreDNSLog(ctx context.Context) error {
+	path := c.layout.logFile(coreDNSName)
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() < CoreDNSLogMaxBytes) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.logf("rotating %s (%d MiB) to %s.1", path, st.Size()>>20, path)
+	if err := c.layout.stop(ctx, coreDNSName, restartGrace); err != nil {
+		return err
+	}
+	return os.Rename(path, path+".1")
 }
 
 func (c *Cluster) coreDNSProcess() process {

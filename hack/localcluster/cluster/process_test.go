@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,5 +173,42 @@ func TestCorefileLogsEveryQuery(t *testing.T) {
 	}
 	if p := c.coreDNSProcess(); !slices.Contains(p.configs, c.layout.config("Corefile")) {
 		t.Errorf("the Corefile is not part of CoreDNS's recipe: configs %v", p.configs)
+	}
+}
+
+func TestRotateCoreDNSLog(t *testing.T) {
+	t.Parallel()
+	c := &Cluster{layout: layout{root: t.TempDir()}, log: io.Discard}
+	path := c.layout.logFile(coreDNSName)
+	if err := c.rotateCoreDNSLog(t.Context()); err != nil {
+		t.Fatalf("no log yet: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".1", []byte("older"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("small"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.rotateCoreDNSLog(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("a small log was moved: %v", err)
+	}
+	// Sparse: the size is what counts.
+	if err := os.Truncate(path, CoreDNSLogMaxBytes); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.rotateCoreDNSLog(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a full log stayed in place: %v", err)
+	}
+	if st, err := os.Stat(path + ".1"); err != nil || st.Size() != CoreDNSLogMaxBytes {
+		t.Errorf("the full log is not coredns.log.1: %v", err)
 	}
 }
