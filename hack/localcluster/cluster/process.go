@@ -32,10 +32,12 @@ type process struct {
 // and the content of its configuration files. Up records it next to the pid file and
 // restarts a running process whose recipe changed.
 func (p process) recipe() (string, error) {
+	// Writes to a hash never fail. Every string is length-prefixed, so moving a boundary
+	// (one flag split in two, a flag moved into the environment) changes the digest.
 	h := sha256.New()
 	for _, part := range [][]string{{p.bin}, p.args, p.env} {
 		for _, s := range part {
-			fmt.Fprintf(h, "%d:%s\n", len(s), s)
+			_, _ = fmt.Fprintf(h, "%d:%s\n", len(s), s)
 		}
 		h.Write([]byte{0})
 	}
@@ -44,7 +46,7 @@ func (p process) recipe() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("reading the configuration of %s: %w", p.name, err)
 		}
-		fmt.Fprintf(h, "%s %d:", path, len(content))
+		_, _ = fmt.Fprintf(h, "%s %d:", path, len(content))
 		h.Write(content)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -1,10 +1,10 @@
 package framework
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"runtime"
@@ -77,7 +77,11 @@ const (
 // over conn, a UDP socket connected to a DNS server, and returns the response code of the
 // matching answer.
 func QueryDNS(conn *net.UDPConn, name string, timeout time.Duration) (int, error) {
-	id := uint16(rand.N(1 << 16))
+	var idBytes [2]byte
+	if _, err := rand.Read(idBytes[:]); err != nil {
+		return 0, err
+	}
+	id := binary.BigEndian.Uint16(idBytes[:])
 	query, err := dnsQuery(id, name)
 	if err != nil {
 		return 0, err

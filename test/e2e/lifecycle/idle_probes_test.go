@@ -4,13 +4,12 @@ package lifecycle
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -68,8 +67,8 @@ func (s *idleSampler) run(ctx context.Context, deadline time.Time) error {
 
 func (s *idleSampler) sample(at time.Duration) error {
 	pid := s.op.pid
-	if st, err := framework.HostProc.StartTime(pid); err != nil || st != s.op.startTime {
-		return fmt.Errorf("%w: process %d is gone or another one, %s into the window", errOperatorReplaced, pid, at.Round(time.Second))
+	if err := s.op.alive(); err != nil {
+		return fmt.Errorf("%w, %s into the window", err, at.Round(time.Second))
 	}
 	// The counter is read before the sockets, and once more after the last sample (run), so
 	// every connection first seen after the first sample was counted between the two reads.
@@ -169,7 +168,7 @@ func newDNSWatch(op operatorProcess, logPath, namespace string) (*dnsWatch, erro
 // probe sends one query, for a name in the idle cluster's namespace that does not exist,
 // from the operator's network namespace; read expects to find it under the Pod's IP.
 func (d *dnsWatch) probe(phase string) error {
-	name := fmt.Sprintf("idle-dns-probe-%s-%s.%s.svc.cluster.local.", phase, strconv.FormatUint(rand.Uint64(), 36), d.namespace)
+	name := fmt.Sprintf("idle-dns-probe-%s-%s.%s.svc.cluster.local.", phase, strings.ToLower(rand.Text()), d.namespace)
 	conn, err := framework.DialUDPInNetNS(d.op.pid, d.server)
 	if err != nil {
 		return fmt.Errorf("DNS probe from the operator's network namespace: %w", err)

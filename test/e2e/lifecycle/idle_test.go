@@ -195,15 +195,27 @@ func findOperator(f *framework.Test) (operatorProcess, error) {
 // same reports whether o still runs: the same Pod with the same container, and the same
 // process (pid and start time, since pids are reused).
 func (o operatorProcess) same(ctx context.Context, f *framework.Test) error {
-	if st, err := framework.HostProc.StartTime(o.pid); err != nil || st != o.startTime {
-		return fmt.Errorf("%w: process %d is gone or another one (%v)", errOperatorReplaced, o.pid, err)
+	if err := o.alive(); err != nil {
+		return err
 	}
 	p, err := f.Kube.CoreV1().Pods(framework.OperatorNamespace).Get(ctx, o.pod, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("%w: reading Pod %s: %v", errOperatorReplaced, o.pod, err)
+		return fmt.Errorf("%w: reading Pod %s: %w", errOperatorReplaced, o.pod, err)
 	}
 	if len(p.Status.ContainerStatuses) == 0 || strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://") != o.containerID {
 		return fmt.Errorf("%w: Pod %s runs another container now", errOperatorReplaced, o.pod)
+	}
+	return nil
+}
+
+// alive reports errOperatorReplaced when o's process is gone or its pid names another one.
+func (o operatorProcess) alive() error {
+	st, err := framework.HostProc.StartTime(o.pid)
+	if err != nil {
+		return fmt.Errorf("%w: process %d is gone: %w", errOperatorReplaced, o.pid, err)
+	}
+	if st != o.startTime {
+		return fmt.Errorf("%w: pid %d is another process now", errOperatorReplaced, o.pid)
 	}
 	return nil
 }
