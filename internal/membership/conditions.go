@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
@@ -20,6 +21,7 @@ const (
 	ReasonQuorumAvailable       = "QuorumAvailable"
 	ReasonQuorumHealthy         = "QuorumHealthy"
 	ReasonMemberDeletionBlocked = "MemberDeletionBlocked"
+	ReasonMemberUnschedulable   = "MemberUnschedulable"
 	ReasonMembersUnhealthy      = "MembersUnhealthy"
 )
 
@@ -124,6 +126,8 @@ func available(in ConditionInput) metav1.Condition {
 	switch {
 	case AllMembersLost(s):
 		return f(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
+	case s.TLS.CertManagerMissing:
+		return f(ReasonCertManagerNotInstalled, certManagerMessage())
 	case quorumLost(s, c):
 		return f(ReasonQuorumLost, fmt.Sprintf("%d of %d voters Ready, quorum needs %d; not Ready: %s",
 			c.ReadyVoters, c.Voters, need, strings.Join(notReadyVoters(s), ", ")))
@@ -181,15 +185,20 @@ func degraded(in ConditionInput) metav1.Condition {
 		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, reason, msg, gen)
 	}
 	blocked := blockedDeletions(s)
+	unschedulable := unschedulableMembers(s)
 	unhealthy := unhealthyMembers(s)
 	switch {
 	case AllMembersLost(s):
 		return t(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
 	case quorumLost(s, c):
 		return t(ReasonQuorumLost, "quorum lost; not Ready: "+strings.Join(notReadyVoters(s), ", "))
+	case len(s.TLS.MissingSecrets) > 0:
+		return t(ReasonTLSSecretMissing, tlsSecretMessage(s.TLS))
 	case len(blocked) > 0:
 		return t(ReasonMemberDeletionBlocked, fmt.Sprintf("deletion of %s is held because the operator did not initiate it; annotate the member with %s=true to let it be replaced",
 			strings.Join(blocked, ", "), etcdv1alpha2.AnnotationAllowDeletion))
+	case len(unschedulable) > 0:
+		return t(ReasonMemberUnschedulable, strings.Join(unschedulable, "; "))
 	case len(unhealthy) > 0:
 		return t(ReasonMembersUnhealthy, "not healthy: "+strings.Join(unhealthy, ", "))
 	case s.Target == 0:
@@ -220,6 +229,21 @@ func unhealthyMembers(s *Scope) []string {
 	for _, m := range s.Members {
 		if m.Unhealthy || (m.Running() && s.IsVoter(m) && !m.Ready) {
 			out = append(out, m.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unschedulableMembers describes, sorted by name, the members whose Pod the scheduler has not
+// placed for the pending grace: the member controller's Healthy=False/Unschedulable, quoting the
+// scheduler. Unlike other unhealthy members they count before the cluster forms: a seed that
+// never schedules is exactly such a member.
+func unschedulableMembers(s *Scope) []string {
+	var out []string
+	for _, m := range s.Members {
+		if m.Running() && m.HealthyReason == health.ReasonUnschedulable {
+			out = append(out, "member "+m.Name+": "+m.HealthyMessage)
 		}
 	}
 	slices.Sort(out)

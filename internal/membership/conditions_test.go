@@ -73,6 +73,16 @@ func TestConditions(t *testing.T) {
 			Lock{Expired: true}, want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionFalse, ReasonDeadlineExceeded}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
 		{"foreign deletion held", func() Scope { s := steady3(); s.Members[2].Deleting = true; return s }, Lock{},
 			want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionTrue, ReasonMemberDeletionBlocked}},
+		{"seed unschedulable: degraded before the cluster forms", func() Scope {
+			return Scope{Target: 1, Members: []Member{with(seed, func(m *Member) { unschedulable(m); m.PodRunning = false })}}
+		}, Lock{}, want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionTrue, ReasonWaitingForSeed}, want{metav1.ConditionTrue, ReasonMemberUnschedulable}},
+		{"one of three unschedulable", func() Scope { s := steady3(); unschedulable(&s.Members[2]); return s }, Lock{},
+			want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionTrue, ReasonMemberUnschedulable}},
+		{"cert-manager missing, new cluster", func() Scope {
+			return Scope{Target: 3, TLS: TLS{CertManagerMissing: true, MissingSecrets: []string{"c-peer-tls", "c-server-tls"}}}
+		}, Lock{}, want{metav1.ConditionFalse, ReasonCertManagerNotInstalled}, want{metav1.ConditionTrue, ReasonWaitingForSeed}, want{metav1.ConditionTrue, ReasonTLSSecretMissing}},
+		{"a Secret of a formed cluster deleted", func() Scope { s := steady3(); s.TLS.MissingSecrets = []string{"byo"}; return s }, Lock{},
+			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionTrue, ReasonTLSSecretMissing}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -122,5 +132,57 @@ func TestCount(t *testing.T) {
 	c := Count(&s)
 	if c != (Counts{Voters: 3, ReadyVoters: 3, Updated: 4, Broken: 1}) {
 		t.Errorf("Count = %+v", c)
+	}
+}
+
+// unschedulable marks m as the member controller does once its Pod stayed unschedulable for the
+// pending grace.
+func unschedulable(m *Member) {
+	m.Ready, m.PodReady, m.Unhealthy = false, false, true
+	m.HealthyReason = "Unschedulable"
+	m.HealthyMessage = "the Pod cannot be scheduled: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector"
+}
+
+// TestDegradedPrecedence follows the order of behaviour.md §22: each problem is added to a
+// scope that has every lower one, and must win over them.
+func TestDegradedPrecedence(t *testing.T) {
+	t.Parallel()
+	steps := []struct {
+		reason string
+		add    func(*Scope)
+	}{
+		{ReasonMembersUnhealthy, func(s *Scope) { s.Members[0].Unhealthy = true; s.Members[0].HealthyReason = "CrashLoop" }},
+		{ReasonMemberUnschedulable, func(s *Scope) { unschedulable(&s.Members[1]) }},
+		{ReasonMemberDeletionBlocked, func(s *Scope) { s.Members[2].Deleting = true }},
+		{ReasonTLSSecretMissing, func(s *Scope) { s.TLS.MissingSecrets = []string{"c-server-tls"} }},
+		{ReasonQuorumLost, func(s *Scope) { s.Members[0].Ready = false }},
+	}
+	// Five voters: one not Ready and one being deleted still leave a quorum of three.
+	s := Scope{Target: 5, ClusterID: "cid", Now: t0.Add(time.Hour),
+		Members: []Member{mem("a", 1), mem("b", 2), mem("c", 3), mem("d", 4), mem("e", 5)},
+		Etcd:    healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), voter(4, "d"), voter(5, "e"))}
+	for _, st := range steps {
+		st.add(&s)
+		got := degraded(ConditionInput{Scope: &s})
+		if got.Status != metav1.ConditionTrue || got.Reason != st.reason {
+			t.Errorf("after adding %s: Degraded = %s/%s (%s)", st.reason, got.Status, got.Reason, got.Message)
+		}
+	}
+}
+
+// TestUnschedulableMessageNamesMembersAndCause: the message is what a person reads to fix the
+// constraint, so it names every unschedulable member, sorted, with the scheduler's words.
+func TestUnschedulableMessageNamesMembersAndCause(t *testing.T) {
+	t.Parallel()
+	// Before the cluster forms, so that two members down is not also a quorum loss.
+	s := Scope{Target: 3, Members: []Member{mem("c", 2), mem("a", 1)}}
+	unschedulable(&s.Members[0])
+	unschedulable(&s.Members[1])
+	s.Members[1].HealthyMessage = "the Pod cannot be scheduled: 0/3 nodes are available: 3 Insufficient cpu"
+	got := degraded(ConditionInput{Scope: &s}).Message
+	want := "member a: the Pod cannot be scheduled: 0/3 nodes are available: 3 Insufficient cpu; " +
+		"member c: the Pod cannot be scheduled: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector"
+	if got != want {
+		t.Errorf("message = %q\nwant      %q", got, want)
 	}
 }

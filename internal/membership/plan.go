@@ -10,8 +10,13 @@ import (
 )
 
 // Next returns the one step to take for s, first match wins (behaviour.md §2 step 6). See the
-// package documentation for the order.
+// package documentation for the order. A step that would start etcd waits while TLS material
+// the spec asks for is missing.
 func Next(s Scope) Action {
+	return holdForTLS(&s, next(s))
+}
+
+func next(s Scope) Action {
 	if a, ok := finishInterrupted(&s); ok {
 		return a
 	}

@@ -47,6 +47,9 @@ type Member struct {
 	Ready bool
 	// Unhealthy is true when the member's Healthy condition is False.
 	Unhealthy bool
+	// HealthyReason and HealthyMessage are the reason and message of the member's Healthy
+	// condition while it is False: the member controller's classification (behaviour.md §9).
+	HealthyReason, HealthyMessage string
 	// Updated is true when the member's Updated condition is True (its Pod runs the template
 	// it carries).
 	Updated bool
@@ -115,6 +118,8 @@ type Scope struct {
 	// Bootstrapping is true while the cluster has never converged since it was created; it
 	// only chooses between the Bootstrapping and ScalingUp reasons.
 	Bootstrapping bool
+	// TLS is the TLS material spec.tls asks for that is missing.
+	TLS TLS
 }
 
 // orphanGrace returns the grace in force.

@@ -61,7 +61,8 @@ func (p *pass) planAndAct(ctx context.Context) (ctrl.Result, error) {
 	var err error
 	switch a.Kind {
 	case membership.KindNone:
-		return ctrl.Result{}, nil
+		// Zero leaves it to watches and the resync; missing TLS material asks for more.
+		return ctrl.Result{RequeueAfter: a.RequeueAfter}, nil
 	case membership.KindWait:
 		return ctrl.Result{RequeueAfter: a.RequeueAfter}, nil
 	case membership.KindBlocked:

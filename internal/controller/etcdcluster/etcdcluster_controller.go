@@ -61,6 +61,9 @@ type Reconciler struct {
 	clock     clock.PassiveClock
 	// orphanGrace overrides membership.DefaultOrphanMemberGrace.
 	orphanGrace time.Duration
+	// certManager answers whether cert-manager's API is served, for clusters whose spec.tls
+	// asks cert-manager for certificates.
+	certManager CertManagerProbe
 	// jitter returns the resync interval; tests pin it.
 	jitter func(time.Duration) time.Duration
 
@@ -81,6 +84,11 @@ func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clo
 
 // WithOrphanMemberGrace replaces membership.DefaultOrphanMemberGrace.
 func WithOrphanMemberGrace(d time.Duration) Option { return func(r *Reconciler) { r.orphanGrace = d } }
+
+// WithCertManagerProbe replaces the discovery-backed probe NewFromManager builds.
+func WithCertManagerProbe(p CertManagerProbe) Option {
+	return func(r *Reconciler) { r.certManager = p }
+}
 
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {
@@ -104,9 +112,11 @@ func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder
 	return r
 }
 
-// NewFromManager returns a Reconciler wired to mgr's clients and recorder.
+// NewFromManager returns a Reconciler wired to mgr's clients and recorder, with a cert-manager
+// probe that asks mgr's API server through discovery (options may replace it).
 func NewFromManager(mgr ctrl.Manager, pool clientPool, opts ...Option) *Reconciler {
-	return New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), pool, opts...)
+	probe := WithCertManagerProbe(defaultCertManagerProbe(mgr.GetConfig(), clock.RealClock{}))
+	return New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), pool, append([]Option{probe}, opts...)...)
 }
 
 // SetupWithManager registers the controller: For EtcdCluster (spec and metadata changes only,
@@ -170,8 +180,9 @@ func deadlineChanged() predicate.Predicate {
 //  1. Fetch the cluster; NotFound or being deleted → forget its etcd client and stop (no
 //     cluster finalizer: garbage collection removes members, Services, PDB and PVCs).
 //  2. Annotation adoption-in-progress → stop without any write.
-//  3. Build the scope once: EtcdMembers, Pods, PVCs and the etcd view (MemberList, Status of
-//     every member endpoint, alarms, leader) through the pooled client.
+//  3. Build the scope once: EtcdMembers, Pods, PVCs, the TLS material spec.tls asks for that is
+//     missing (cert-manager's API, Secrets) and the etcd view (MemberList, Status of every
+//     member endpoint, alarms, leader) through the pooled client.
 //  4. Ensure the always-on objects: headless and client Services.
 //  5. Latch or adopt the target (status.observed, progressDeadline). An adoption is written to
 //     status at once, with its Progressing condition, and the pass ends there (requeue after

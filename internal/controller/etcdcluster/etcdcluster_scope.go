@@ -38,6 +38,7 @@ type pass struct {
 	pvcs    []corev1.PersistentVolumeClaim
 	etcd    etcdclient.Client
 	view    membership.Etcd
+	tls     membership.TLS
 	// Filled by latch and planAndAct.
 	lock   membership.Lock
 	action membership.Action
@@ -75,6 +76,9 @@ func (p *pass) buildScope(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, fmt.Errorf("listing PersistentVolumeClaims: %w", err)
 	}
 	p.pvcs = pvcs.Items
+	if err := p.observeTLS(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	p.scoped = true
 	p.observeEtcd(ctx)
 	return ctrl.Result{}, nil
@@ -209,6 +213,7 @@ func (p *pass) scope() membership.Scope {
 		Now:               p.now,
 		OrphanMemberGrace: p.r.orphanGrace,
 		Bootstrapping:     bootstrapping(p.cluster),
+		TLS:               p.tls,
 	}
 	if o := p.cluster.Status.Observed; o != nil {
 		s.Target = o.Replicas
@@ -230,6 +235,10 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 	// remove-first is a flag: its presence is the request, whatever the value, so that
 	// "kubectl annotate ... remove-first=" (an empty value) counts as much as "=true".
 	_, removeFirst := m.Annotations[etcdv1alpha2.AnnotationRemoveFirst]
+	var healthyReason, healthyMessage string
+	if h := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionHealthy); h != nil && h.Status == metav1.ConditionFalse {
+		healthyReason, healthyMessage = h.Reason, h.Message
+	}
 	return membership.Member{
 		Name:            m.Name,
 		UID:             string(m.UID),
@@ -244,6 +253,8 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 		AllowDeletion:   m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] == "true",
 		Ready:           meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionReady),
 		Unhealthy:       meta.IsStatusConditionFalse(m.Status.Conditions, etcdv1alpha2.ConditionHealthy),
+		HealthyReason:   healthyReason,
+		HealthyMessage:  healthyMessage,
 		Updated:         meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionUpdated),
 		TemplateCurrent: membership.TemplateCurrent(&m.Spec, p.cluster.Status.Observed),
 		PodRunning:      podRunning(pod) && pod.UID != "" && (m.Status.PodUID == "" || string(pod.UID) == m.Status.PodUID),

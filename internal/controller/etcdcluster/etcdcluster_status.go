@@ -266,8 +266,10 @@ func (p *pass) recordConditionMetrics() {
 	metrics.SetClusterConditions(p.key(), states)
 }
 
-// transitionEvents emits one Warning per state transition into QuorumLost, AllMembersLost or
-// an expired deadline (behaviour.md §23); staying in a state emits nothing.
+// transitionEvents emits one Warning per state transition into QuorumLost, AllMembersLost,
+// missing TLS material or an expired deadline (behaviour.md §23); staying in a state emits
+// nothing. Member-scoped transitions (MemberUnschedulable) are announced by the EtcdMember
+// controller, which sees the member's own transition.
 func (p *pass) transitionEvents() {
 	was := func(t, reason string) bool {
 		c := meta.FindStatusCondition(p.original.Status.Conditions, t)
@@ -276,6 +278,8 @@ func (p *pass) transitionEvents() {
 	for _, w := range []struct{ t, reason string }{
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonQuorumLost},
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonAllMembersLost},
+		{etcdv1alpha2.ConditionAvailable, membership.ReasonCertManagerNotInstalled},
+		{etcdv1alpha2.ConditionDegraded, membership.ReasonTLSSecretMissing},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonDeadlineExceeded},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonBootstrapStalled},
 	} {

@@ -65,6 +65,8 @@ type Reconciler struct {
 	clock           clock.PassiveClock
 	imageRepository string
 	clusterDomain   string
+	// pendingGrace overrides health.DefaultPendingGrace when positive.
+	pendingGrace time.Duration
 }
 
 // Option configures a Reconciler.
@@ -84,6 +86,10 @@ func WithImageRepository(repo string) Option { return func(r *Reconciler) { r.im
 // WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain). Member DNS names never
 // carry it (api.md §7); it is kept for the fully qualified names TLS checks will need.
 func WithClusterDomain(domain string) Option { return func(r *Reconciler) { r.clusterDomain = domain } }
+
+// WithPendingGrace sets how long a member's Pod may stay unschedulable before the member is
+// Healthy=False/Unschedulable (behaviour.md §9); zero keeps health.DefaultPendingGrace.
+func WithPendingGrace(d time.Duration) Option { return func(r *Reconciler) { r.pendingGrace = d } }
 
 // WithRecorder sets the Event recorder.
 func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
@@ -199,7 +205,8 @@ func clusterChangesThatMatter() predicate.Funcs {
 //     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
 //  3. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
 //     replicas, selector, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
-//     observations and patched once, only if it changed.
+//     observations and patched once, only if it changed; a Healthy condition turning
+//     False/Unschedulable is announced with one MemberFailed Warning.
 //  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
 //     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)
 //     and release it, or hold it and say why. Nothing else runs.
@@ -210,7 +217,8 @@ func clusterChangesThatMatter() predicate.Funcs {
 //     (it is recreated from its PVC next pass), otherwise create it when initialCluster is set
 //     (never for a Memory member that lost its Pod, and never while the parent is unreadable);
 //     refuse a foreign Pod; keep role=voter and additionalMetadata in place.
-//  8. Requeue only for external state (etcd membership during a deletion, a missing Secret);
+//  8. Requeue only for external state (etcd membership during a deletion, a missing Secret)
+//     and for a grace that ends without an event (an unschedulable Pod's pending grace);
 //     watches drive everything else.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	member := &etcdv1alpha2.EtcdMember{}
@@ -228,8 +236,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		if err := r.patchStatus(ctx, sc); err != nil {
+		recheck, err := r.patchStatus(ctx, sc)
+		if err != nil {
 			retErr = errors.Join(retErr, err)
+		}
+		if recheck > 0 && (res.RequeueAfter == 0 || recheck < res.RequeueAfter) {
+			res.RequeueAfter = recheck
 		}
 		res, retErr = quietConflicts(res, retErr)
 	}()

@@ -3,15 +3,18 @@ package etcdmember
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/health"
 )
 
 // Condition reasons on EtcdMember (api.md §3.2). PodAbsent and TemplateUnknown are this
@@ -36,6 +39,13 @@ const (
 	ReasonVersionMatched  = "VersionMatched"
 )
 
+// EventMemberFailed announces a member's Healthy condition turning False, with its
+// classification (behaviour.md §23).
+const EventMemberFailed = "MemberFailed"
+
+// actionClassify is the Event action of a health classification.
+const actionClassify = "Classify"
+
 // statusInput is everything the member's status is computed from: the member as fetched, the
 // Pod it controls (nil when none), and what the steps of the pass found.
 type statusInput struct {
@@ -45,6 +55,9 @@ type statusInput struct {
 	// pvcOwned says the member's PVC exists and is its own.
 	pvcOwned bool
 	notes    notes
+	// pendingGrace is how long the Pod may stay unschedulable before the member is
+	// Healthy=False/Unschedulable; zero means health.DefaultPendingGrace.
+	pendingGrace time.Duration
 }
 
 // condition is a condition without its bookkeeping (generation, transition time), so that the
@@ -90,8 +103,62 @@ func computeStatus(in statusInput, now metav1.Time) etcdv1alpha2.EtcdMemberStatu
 	if in.notes.memoryPodLost {
 		set(etcdv1alpha2.ConditionHealthy, condition{metav1.ConditionFalse, ReasonDataLost,
 			"the Pod of this Memory member is gone and its data with it; the member must be replaced"})
+	} else if c, ok, _ := schedulingHealth(in, now.Time); ok {
+		set(etcdv1alpha2.ConditionHealthy, c)
 	}
 	return st
+}
+
+// schedulingHealth classifies the scheduling row of behaviour.md §9 with the health classifier:
+// a Pod the scheduler has not placed for the pending grace makes the member
+// Healthy=False/Unschedulable, quoting the scheduler; a member that was Unschedulable and no
+// longer is becomes Healthy again. ok is false when Healthy is not this row's to write (other
+// rows are classified elsewhere, or not yet). recheck is how long until the grace ends while it
+// runs: no watch event marks that moment.
+func schedulingHealth(in statusInput, now time.Time) (c condition, ok bool, recheck time.Duration) {
+	var obs *health.Pod
+	if in.pod != nil {
+		obs = schedulingObservation(in.pod)
+	}
+	res := health.Classify(health.Observation{Now: now, Graces: health.Graces{Pending: in.pendingGrace}, Pod: obs})
+	if res.Reason == health.ReasonUnschedulable {
+		return condition{metav1.ConditionFalse, health.ReasonUnschedulable, res.Message}, true, 0
+	}
+	if obs != nil && obs.Unschedulable {
+		recheck = res.RecheckAfter
+	}
+	cur := meta.FindStatusCondition(in.member.Status.Conditions, etcdv1alpha2.ConditionHealthy)
+	if cur != nil && cur.Status == metav1.ConditionFalse && cur.Reason == health.ReasonUnschedulable {
+		return condition{metav1.ConditionTrue, health.ReasonHealthy, "the Pod is no longer unschedulable"}, true, recheck
+	}
+	return condition{}, false, recheck
+}
+
+// schedulingObservation is what the classifier needs of the Pod to judge its scheduling.
+func schedulingObservation(pod *corev1.Pod) *health.Pod {
+	p := &health.Pod{UID: string(pod.UID), CreatedAt: pod.CreationTimestamp.Time, Phase: pod.Status.Phase,
+		Reason: pod.Status.Reason, Ready: podReady(pod)}
+	if p.Phase == "" {
+		p.Phase = corev1.PodPending
+	}
+	if pod.DeletionTimestamp != nil {
+		p.DeletionTimestamp = pod.DeletionTimestamp.Time
+	}
+	if c, ok := unschedulable(pod); ok {
+		p.Unschedulable, p.UnschedulableSince, p.SchedulingMessage = true, c.LastTransitionTime.Time, c.Message
+	}
+	return p
+}
+
+// unschedulable returns the Pod's PodScheduled condition when the scheduler reported that it
+// cannot place the Pod.
+func unschedulable(pod *corev1.Pod) (corev1.PodCondition, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
 }
 
 // readyCondition computes Ready. The first matching row wins, most specific first: a member
@@ -130,7 +197,13 @@ func readyCondition(in statusInput) condition {
 		if phase == "" {
 			phase = corev1.PodPending
 		}
-		return notReady(fmt.Sprintf("pod phase: %s", phase))
+		msg := fmt.Sprintf("pod phase: %s", phase)
+		// Named at once, before the pending grace makes it a Healthy condition: the scheduler's
+		// words are what a person needs to fix the constraint.
+		if c, ok := unschedulable(in.pod); ok && phase == corev1.PodPending {
+			msg += "; unschedulable: " + c.Message
+		}
+		return notReady(msg)
 	case m.Status.MemberID == "":
 		return condition{metav1.ConditionFalse, ReasonDiscoveringMemberID, "pod is ready; waiting for etcd's member list to report this member's ID"}
 	case !m.Status.IsVoter:
@@ -199,12 +272,13 @@ func readyConditionOf(m *etcdv1alpha2.EtcdMember) *metav1.Condition {
 // only the fields this pass changed, so the EtcdCluster controller's fields (memberID, isVoter,
 // version), which this controller never changes, are never sent and never clobbered. The
 // conditions list is sent whole when it changes; this controller is the only writer of member
-// conditions.
-func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) error {
+// conditions. It returns how soon a running grace needs the member looked at again (zero for
+// none).
+func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) (time.Duration, error) {
 	if sc.notes.released {
-		return nil
+		return 0, nil
 	}
-	in := statusInput{member: sc.original, pvcOwned: sc.pvcOwned, notes: sc.notes}
+	in := statusInput{member: sc.original, pvcOwned: sc.pvcOwned, notes: sc.notes, pendingGrace: r.pendingGrace}
 	if sc.podOwned {
 		in.pod = sc.pod
 	}
@@ -213,16 +287,46 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) error {
 			in.notes.desiredHash = desired.TemplateHash(&sc.original.Spec, r.image(sc.original.Spec.Version), ca)
 		}
 	}
-	next := computeStatus(in, metav1.NewTime(r.clock.Now()))
+	now := r.clock.Now()
+	_, _, recheck := schedulingHealth(in, now)
+	next := computeStatus(in, metav1.NewTime(now))
 	if equality.Semantic.DeepEqual(next, sc.original.Status) {
-		return nil
+		return recheck, nil
 	}
+	failed := newlyFailed(sc.original.Status.Conditions, next.Conditions)
 	base := &etcdv1alpha2.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: sc.original.Namespace, Name: sc.original.Name}}
 	base.Status = sc.original.Status
+	opts := []client.MergeFromOption{}
+	if failed != nil {
+		// A pass from a stale cache must not announce a transition a previous pass already
+		// announced: with the lock it conflicts and reruns on fresh data instead.
+		base.ResourceVersion = sc.original.ResourceVersion
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
 	target := base.DeepCopy()
 	target.Status = next
-	if err := r.client.Status().Patch(ctx, target, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("patching EtcdMember status: %w", err)
+	if err := r.client.Status().Patch(ctx, target, client.MergeFromWithOptions(base, opts...)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("patching EtcdMember status: %w", err)
 	}
-	return nil
+	if failed != nil {
+		r.event(sc, corev1.EventTypeWarning, EventMemberFailed, actionClassify, "Member %s is %s: %s", sc.original.Name, failed.Reason, failed.Message)
+	}
+	return recheck, nil
+}
+
+// newlyFailed returns the Healthy condition of next when it turned False with a classification
+// this controller announces, and nil otherwise: one Event per transition, none per pass.
+// DataLost is left out: the EtcdCluster controller announces the replacement it causes.
+func newlyFailed(prev, next []metav1.Condition) *metav1.Condition {
+	n := meta.FindStatusCondition(next, etcdv1alpha2.ConditionHealthy)
+	if n == nil || n.Status != metav1.ConditionFalse || n.Reason != health.ReasonUnschedulable {
+		return nil
+	}
+	if p := meta.FindStatusCondition(prev, etcdv1alpha2.ConditionHealthy); p != nil && p.Status == n.Status && p.Reason == n.Reason {
+		return nil
+	}
+	return n
 }

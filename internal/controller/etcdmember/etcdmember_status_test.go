@@ -73,6 +73,10 @@ func TestReadyCondition(t *testing.T) {
 			in:         statusInput{member: member(deleting)},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonRemoving, wantMsg: "being deleted",
 		},
+		"Pod the scheduler cannot place: its words at once": {
+			in:         statusInput{member: member(withID("a1", true)), pod: pod(false, unschedulablePod(time.Now()))},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonPodNotReady, wantMsg: "pod phase: Pending; unschedulable: " + schedulerMsg,
+		},
 		"memory member that lost its Pod": {
 			in:         statusInput{member: member(memory, withID("a1", true)), notes: notes{memoryPodLost: true}},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonPodNotReady, wantMsg: "not recreated",
@@ -235,5 +239,101 @@ func TestVersionDriftedCondition(t *testing.T) {
 	}
 	if c, ok := versionDriftedCondition(member(running("3.5.21"))); !ok || c.status != metav1.ConditionTrue || c.reason != ReasonVersionMismatch {
 		t.Errorf("older running version: %+v", c)
+	}
+}
+
+const schedulerMsg = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+
+// unschedulablePod makes the Pod Pending with the scheduler's PodScheduled=False/Unschedulable
+// since the given time.
+func unschedulablePod(since time.Time) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: schedulerMsg, LastTransitionTime: metav1.NewTime(since)})
+	}
+}
+
+// TestSchedulingHealth: a Pod the scheduler cannot place makes the member Unschedulable only
+// once the pending grace has passed (behaviour.md §9), quoting the scheduler; until then the
+// controller asks to look again when the grace ends; a member that recovers is Healthy again.
+func TestSchedulingHealth(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	wasUnschedulable := func(m *etcdv1alpha2.EtcdMember) {
+		m.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ConditionHealthy, Status: metav1.ConditionFalse, Reason: "Unschedulable"}}
+	}
+	for name, tc := range map[string]struct {
+		in          statusInput
+		wantOK      bool
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMsg     string
+		wantRecheck time.Duration
+	}{
+		"unschedulable for 1 of 5 minutes: not yet, look again in 4": {
+			in:          statusInput{member: member(), pod: pod(false, unschedulablePod(now.Add(-time.Minute)))},
+			wantRecheck: 4 * time.Minute,
+		},
+		"unschedulable past the default grace": {
+			in:     statusInput{member: member(), pod: pod(false, unschedulablePod(now.Add(-5*time.Minute)))},
+			wantOK: true, wantStatus: metav1.ConditionFalse, wantReason: "Unschedulable", wantMsg: "the Pod cannot be scheduled: " + schedulerMsg,
+		},
+		"a shorter grace from the operator's flag": {
+			in:     statusInput{member: member(), pod: pod(false, unschedulablePod(now.Add(-10*time.Second))), pendingGrace: 10 * time.Second},
+			wantOK: true, wantStatus: metav1.ConditionFalse, wantReason: "Unschedulable",
+		},
+		"scheduled and running after being Unschedulable: Healthy again": {
+			in:     statusInput{member: member(wasUnschedulable), pod: pod(true)},
+			wantOK: true, wantStatus: metav1.ConditionTrue, wantReason: "Healthy", wantMsg: "no longer unschedulable",
+		},
+		"Pod gone after being Unschedulable: Healthy again": {
+			in:     statusInput{member: member(wasUnschedulable)},
+			wantOK: true, wantStatus: metav1.ConditionTrue, wantReason: "Healthy",
+		},
+		"a running Pod: not this row's to write": {
+			in: statusInput{member: member(), pod: pod(true)},
+		},
+		"a failed Pod: not this row's to write": {
+			in: statusInput{member: member(), pod: pod(false, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })},
+		},
+		"a terminating unschedulable Pod: not a scheduling problem": {
+			in: statusInput{member: member(), pod: pod(false, unschedulablePod(now.Add(-time.Hour)), func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(now)) })},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, ok, recheck := schedulingHealth(tc.in, now)
+			if ok != tc.wantOK || got.status != tc.wantStatus || got.reason != tc.wantReason || recheck != tc.wantRecheck {
+				t.Errorf("schedulingHealth = %+v, %v, recheck %s; want %s/%s, %v, recheck %s", got, ok, recheck, tc.wantStatus, tc.wantReason, tc.wantOK, tc.wantRecheck)
+			}
+			if !strings.Contains(got.message, tc.wantMsg) {
+				t.Errorf("message %q does not contain %q", got.message, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// TestNewlyFailedAnnouncesTransitionsOnly: one MemberFailed Event when Healthy turns
+// False/Unschedulable, none while it stays so, none for other changes.
+func TestNewlyFailedAnnouncesTransitionsOnly(t *testing.T) {
+	t.Parallel()
+	healthy := func(st metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: etcdv1alpha2.ConditionHealthy, Status: st, Reason: reason, Message: msg}}
+	}
+	unsched := healthy(metav1.ConditionFalse, "Unschedulable", "the Pod cannot be scheduled: a")
+	for name, tc := range map[string]struct {
+		prev, next []metav1.Condition
+		want       bool
+	}{
+		"no condition → Unschedulable":                  {nil, unsched, true},
+		"Healthy → Unschedulable":                       {healthy(metav1.ConditionTrue, "Healthy", "x"), unsched, true},
+		"Unschedulable, scheduler's words change":       {unsched, healthy(metav1.ConditionFalse, "Unschedulable", "the Pod cannot be scheduled: b"), false},
+		"Unschedulable → Healthy":                       {unsched, healthy(metav1.ConditionTrue, "Healthy", "x"), false},
+		"DataLost is not this controller's to announce": {nil, healthy(metav1.ConditionFalse, "DataLost", "x"), false},
+	} {
+		if got := newlyFailed(tc.prev, tc.next) != nil; got != tc.want {
+			t.Errorf("%s: announce = %v, want %v", name, got, tc.want)
+		}
 	}
 }

@@ -51,6 +51,11 @@ type world struct {
 	// kubeletOnly leaves Pods, PVCs and member status to the real EtcdMember controller: the
 	// fake then only runs the Pods it creates and their etcd processes.
 	kubeletOnly bool
+	// memberOpts configure the real EtcdMember controller (kubeletOnly).
+	memberOpts []etcdmember.Option
+	// nodeLabels are the labels of the one node the fake kubelet schedules onto (kubeletOnly):
+	// a Pod whose nodeSelector they do not satisfy stays Pending, unschedulable.
+	nodeLabels map[string]string
 }
 
 // newWorld creates a namespace and starts the fake kubelet in it.
@@ -110,7 +115,7 @@ func (w *world) startController(opts ...etcdcluster.Option) {
 		t.Fatal(err)
 	}
 	if w.kubeletOnly {
-		if err := etcdmember.SetupWithManager(mgr, etcdmember.WithEtcdClients(w.pool)); err != nil {
+		if err := etcdmember.SetupWithManager(mgr, append([]etcdmember.Option{etcdmember.WithEtcdClients(w.pool)}, w.memberOpts...)...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -255,6 +255,8 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fak
 	case !pod.DeletionTimestamp.IsZero():
 		f.stop(peer)
 		return client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	case pod.Status.PodIP == "" && !w.schedulable(pod):
+		return w.unschedulable(ctx, pod)
 	case pod.Status.PodIP == "":
 		pod.Status = corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: net0.allocate(f),
@@ -270,4 +272,46 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fak
 	}
 	f.start(m.Name, peer, clientURL)
 	return nil
+}
+
+// fakeSchedulerMessage is what the scheduler says of a Pod whose nodeSelector no node matches.
+const fakeSchedulerMessage = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+
+// schedulable reports whether the fake node's labels satisfy the Pod's nodeSelector.
+func (w *world) schedulable(pod *corev1.Pod) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, v := range pod.Spec.NodeSelector {
+		if w.nodeLabels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// unschedulable plays the scheduler that cannot place the Pod (envtest has none): Pending with
+// PodScheduled=False/Unschedulable, written once through the status subresource.
+func (w *world) unschedulable(ctx context.Context, pod *corev1.Pod) error {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return nil
+		}
+	}
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: fakeSchedulerMessage, LastTransitionTime: metav1.Now()})
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		return fmt.Errorf("marking Pod %s unschedulable: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// labelNode sets a label on the fake node, as "kubectl label node" would.
+func (w *world) labelNode(k, v string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.nodeLabels == nil {
+		w.nodeLabels = map[string]string{}
+	}
+	w.nodeLabels[k] = v
 }

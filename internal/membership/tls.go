@@ -1,0 +1,106 @@
+package membership
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// TLS is what a pass found missing of the TLS material spec.tls asks for (behaviour.md §4, §15).
+// The zero value means nothing is missing, or the cluster asks for no TLS.
+type TLS struct {
+	// CertManagerMissing says spec.tls asks for certificates from cert-manager and the API
+	// server does not serve cert-manager.io/v1 Certificates.
+	CertManagerMissing bool
+	// MissingSecrets names the TLS Secrets the cluster references (its own, or the ones
+	// cert-manager is to issue) that do not exist, sorted.
+	MissingSecrets []string
+}
+
+// Missing reports whether any TLS material is missing.
+func (t TLS) Missing() bool { return t.CertManagerMissing || len(t.MissingSecrets) > 0 }
+
+// Requeue intervals while TLS material is missing (behaviour.md §4, §24). Both are fixed, not an
+// exponential back-off: the fix is a person's (create the Secret, install cert-manager), and it
+// should take effect promptly however long the cluster waited.
+const (
+	// TLSSecretWait is how soon a pass looks again for a missing TLS Secret. Secrets are read
+	// uncached and by name (no Secret informer), so no watch reports their creation.
+	TLSSecretWait = 10 * time.Second
+	// CertManagerReprobe is how long an answer to "does the API server serve cert-manager?"
+	// is trusted before discovery is asked again, so installing cert-manager needs no operator
+	// restart.
+	CertManagerReprobe = 60 * time.Second
+)
+
+// Reasons of the TLS conditions (behaviour.md §22).
+const (
+	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
+	ReasonTLSSecretMissing        = "TLSSecretMissing"
+)
+
+// startsEtcd reports whether an action leads to an etcd process starting: a member created or
+// woken, a seed given its initial cluster, a learner added (its Pod starts next).
+func startsEtcd(k Kind) bool {
+	switch k {
+	case KindCreateSeed, KindInitSeed, KindCreateMember, KindJoin, KindWake:
+		return true
+	}
+	return false
+}
+
+// holdForTLS keeps a from starting etcd while TLS material is missing: a member must never serve
+// in plaintext what the spec asks to be TLS, and a learner added to etcd whose Pod cannot start
+// would block every later add (etcd admits one learner). Removals, promotions and leadership
+// moves need no new process and go ahead. Either way the pass looks again after a fixed interval,
+// because nothing the operator watches changes when a Secret appears or cert-manager is
+// installed.
+func holdForTLS(s *Scope, a Action) Action {
+	if !s.TLS.Missing() {
+		return a
+	}
+	wait := CertManagerReprobe
+	if len(s.TLS.MissingSecrets) > 0 {
+		wait = TLSSecretWait
+	}
+	if !startsEtcd(a.Kind) {
+		if a.RequeueAfter == 0 || a.RequeueAfter > wait {
+			a.RequeueAfter = wait
+		}
+		return a
+	}
+	return Action{Kind: KindWait, Member: a.Member, Reason: a.Reason, RequeueAfter: wait,
+		Message: fmt.Sprintf("%s once the TLS material exists: %s", a.Message, tlsProblem(s.TLS))}
+}
+
+// tlsProblem says what is missing, deterministically.
+func tlsProblem(t TLS) string {
+	var parts []string
+	if t.CertManagerMissing {
+		parts = append(parts, "cert-manager is not installed")
+	}
+	switch len(t.MissingSecrets) {
+	case 0:
+	case 1:
+		parts = append(parts, "Secret "+t.MissingSecrets[0]+" does not exist")
+	default:
+		parts = append(parts, "Secrets "+strings.Join(t.MissingSecrets, ", ")+" do not exist")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// certManagerMessage is the Available=False/CertManagerNotInstalled message.
+func certManagerMessage() string {
+	return fmt.Sprintf("spec.tls asks for certificates from cert-manager, but the API server does not serve cert-manager.io/v1 Certificates: "+
+		"install cert-manager, or recreate the cluster with Secret references (tls.client.serverSecretRef, tls.peer.secretRef; spec.tls is immutable); "+
+		"no member starts until then, and the operator looks again every %ds", int(CertManagerReprobe.Seconds()))
+}
+
+// tlsSecretMessage is the Degraded=True/TLSSecretMissing message.
+func tlsSecretMessage(t TLS) string {
+	what := "TLS Secret " + t.MissingSecrets[0] + " does not exist; no member Pod is started without it"
+	if len(t.MissingSecrets) > 1 {
+		what = "TLS Secrets " + strings.Join(t.MissingSecrets, ", ") + " do not exist; no member Pod is started without them"
+	}
+	return fmt.Sprintf("%s (looked for again every %ds)", what, int(TLSSecretWait.Seconds()))
+}

@@ -1,0 +1,134 @@
+package etcdcluster_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+)
+
+// tlsSecretWait bounds the wait for the fixed TLS Secret requeue (membership.TLSSecretWait) and
+// the pass it causes.
+const tlsSecretWait = membership.TLSSecretWait + 5*time.Second
+
+// newTLSCluster creates a 1-member cluster with the given TLS.
+func (w *world) newTLSCluster(name string, tls *etcdv1alpha2.EtcdClusterTLS) {
+	w.t.Helper()
+	c := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
+		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To[int32](1), Version: "3.6.5", TLS: tls,
+			Storage: etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))}},
+	}
+	if err := w.createCluster(c); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) createCluster(c *etcdv1alpha2.EtcdCluster) error {
+	if err := k8s.Create(w.t.Context(), c); err != nil {
+		return fmt.Errorf("creating EtcdCluster %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// condition checks one condition of cluster name.
+func (w *world) condition(name, typ string, status metav1.ConditionStatus, reason string, msgParts ...string) func() error {
+	return func() error {
+		c := meta.FindStatusCondition(w.cluster(name).Status.Conditions, typ)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("%s = %+v, want %s/%s", typ, c, status, reason)
+		}
+		for _, p := range msgParts {
+			if !strings.Contains(c.Message, p) {
+				return fmt.Errorf("%s message %q does not contain %q", typ, c.Message, p)
+			}
+		}
+		return nil
+	}
+}
+
+// noMembers fails if cluster name has any EtcdMember, read uncached.
+func (w *world) noMembers(name string) {
+	w.t.Helper()
+	ms, err := w.members(w.t.Context(), name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if len(ms) != 0 {
+		w.t.Fatalf("%d EtcdMembers were created although the TLS material is missing", len(ms))
+	}
+}
+
+// TestCertManagerNotInstalled asks for cert-manager certificates from an API server that does not
+// serve cert-manager (envtest's does not): the controller's real discovery probe must report
+// Available=False/CertManagerNotInstalled, the missing Secrets as Degraded=True/TLSSecretMissing,
+// announce each once, and create no member, which would start etcd without the requested TLS.
+func TestCertManagerNotInstalled(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	issuer := etcdv1alpha2.IssuerReference{Name: "ca"}
+	w.newTLSCluster("cm", &etcdv1alpha2.EtcdClusterTLS{
+		Client: &etcdv1alpha2.ClientTLS{CertManager: &etcdv1alpha2.ClientCertManagerTLS{ServerIssuerRef: issuer, OperatorClientIssuerRef: &issuer}},
+		Peer:   &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: issuer}},
+	})
+	eventually(t, convergeTimeout, "Available=False/CertManagerNotInstalled",
+		w.condition("cm", etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, membership.ReasonCertManagerNotInstalled, "install cert-manager", "Secret references"))
+	eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
+		w.condition("cm", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonTLSSecretMissing, "cm-operator-client-tls, cm-peer-tls, cm-server-tls"))
+	eventually(t, convergeTimeout, "Progressing says what the seed waits for",
+		w.condition("cm", etcdv1alpha2.ConditionProgressing, metav1.ConditionTrue, membership.ReasonWaitingForSeed, "cert-manager is not installed"))
+	// Across the fixed requeue that follows, nothing is created and nothing is announced twice.
+	for end := time.Now().Add(tlsSecretWait); time.Now().Before(end); time.Sleep(time.Second) {
+		w.noMembers("cm")
+	}
+	for _, reason := range []string{membership.ReasonCertManagerNotInstalled, membership.ReasonTLSSecretMissing} {
+		if n := w.eventCount("cm", reason); n != 1 {
+			t.Errorf("%d %s Events, want 1", n, reason)
+		}
+	}
+}
+
+// TestTLSSecretMissing names a Secret that does not exist: Degraded=True/TLSSecretMissing naming
+// it, no member; once the Secret is created the fixed requeue picks it up and the seed is created.
+func TestTLSSecretMissing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newTLSCluster("byo", &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "byo-server"}}})
+	eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
+		w.condition("byo", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonTLSSecretMissing, "TLS Secret byo-server does not exist"))
+	if c := meta.FindStatusCondition(w.cluster("byo").Status.Conditions, etcdv1alpha2.ConditionAvailable); c == nil || c.Reason == membership.ReasonCertManagerNotInstalled {
+		t.Errorf("Available = %+v: cert-manager was not asked for", c)
+	}
+	w.noMembers("byo")
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "byo-server"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("x"), "ca.crt": []byte("x")}}
+	if err := k8s.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, tlsSecretWait, "the seed is created once the Secret exists", func() error {
+		ms, err := w.members(t.Context(), "byo")
+		if err != nil || len(ms) != 1 {
+			return fmt.Errorf("%d members: %w", len(ms), errors.Join(err, errNotYet))
+		}
+		return nil
+	})
+	eventually(t, convergeTimeout, "no longer TLSSecretMissing", func() error {
+		if c := meta.FindStatusCondition(w.cluster("byo").Status.Conditions, etcdv1alpha2.ConditionDegraded); c == nil || c.Reason == membership.ReasonTLSSecretMissing {
+			return fmt.Errorf("Degraded = %+v", c)
+		}
+		return nil
+	})
+}
