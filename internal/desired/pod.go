@@ -68,10 +68,11 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			// hostname + subdomain give the Pod the DNS name etcd advertises,
 			// <member>.<service>.<namespace>.svc, through the headless Service.
-			Hostname:   member.Name,
-			Subdomain:  MemberServiceName(member),
-			Containers: []corev1.Container{etcdContainer(member, in, image)},
-			Volumes:    volumes(member),
+			Hostname:    member.Name,
+			Subdomain:   MemberServiceName(member),
+			HostAliases: selfAlias(member),
+			Containers:  []corev1.Container{etcdContainer(member, in, image)},
+			Volumes:     volumes(member),
 
 			SecurityContext: PodSecurityContext(spec.PodSecurityContext),
 			// etcd never talks to the Kubernetes API.
@@ -241,4 +242,18 @@ func copyTopologySpreadConstraints(in []corev1.TopologySpreadConstraint) []corev
 		in[i].DeepCopyInto(&out[i])
 	}
 	return out
+}
+
+// selfAlias makes a member's own DNS name resolve inside its Pod from the first instant. A
+// joining etcd compares every pair of peer URLs from --initial-cluster and etcd's member list,
+// resolving both sides of each unequal pair and retrying a failed lookup once a second. Its own
+// name gets a DNS record only when the Pod's IP reaches the headless Service's EndpointSlice,
+// which happens after the container started, so the first lookup always failed: a second lost
+// per join, and as long as the negative-cache lifetime where the cluster DNS caches NXDOMAIN
+// for the cluster domain (CoreDNS "cache 30" without kubeadm's "disable denial"). The comparison
+// only needs the name to resolve to something other than the peers' addresses; nothing dials
+// it, because etcd never connects to itself and other members resolve the name through the
+// cluster DNS as before.
+func selfAlias(member *etcdv1alpha2.EtcdMember) []corev1.HostAlias {
+	return []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: []string{MemberHost(member.Name, MemberServiceName(member), member.Namespace)}}}
 }

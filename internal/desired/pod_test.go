@@ -46,8 +46,9 @@ func TestPodGolden(t *testing.T) {
 			}},
 		},
 		Spec: corev1.PodSpec{
-			Hostname:  "main-x7k2p",
-			Subdomain: "main",
+			Hostname:    "main-x7k2p",
+			Subdomain:   "main",
+			HostAliases: []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: []string{"main-x7k2p.main.prod.svc"}}},
 			Containers: []corev1.Container{{
 				Name:            "etcd",
 				Image:           "quay.io/coreos/etcd:v3.6.5",
@@ -69,7 +70,7 @@ func TestPodGolden(t *testing.T) {
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 						Path: "/livez", Port: intstr.FromInt32(2381), Scheme: corev1.URISchemeHTTP,
 					}},
-					PeriodSeconds: 10, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 60,
+					PeriodSeconds: 1, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 600,
 				},
 				LivenessProbe: &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
@@ -81,7 +82,7 @@ func TestPodGolden(t *testing.T) {
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 						Path: "/readyz", Port: intstr.FromInt32(2381), Scheme: corev1.URISchemeHTTP,
 					}},
-					PeriodSeconds: 5, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3,
+					PeriodSeconds: 2, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3,
 				},
 				TerminationMessagePath:   "/dev/termination-log",
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -149,7 +150,7 @@ func TestPodProbesPerVersion(t *testing.T) {
 			if (c.StartupProbe != nil) != tc.startup {
 				t.Errorf("startup probe present = %v, want %v", c.StartupProbe != nil, tc.startup)
 			}
-			if tc.startup && (c.StartupProbe.HTTPGet.Path != "/livez" || c.StartupProbe.FailureThreshold != 60 || c.StartupProbe.PeriodSeconds != 10) {
+			if tc.startup && (c.StartupProbe.HTTPGet.Path != "/livez" || c.StartupProbe.FailureThreshold*c.StartupProbe.PeriodSeconds != 600) {
 				t.Errorf("startup probe = %+v", c.StartupProbe)
 			}
 			if tc.livenessTCP {

@@ -9,16 +9,22 @@ import (
 // (https://etcd.io/docs/v3.6/op-guide/monitoring/#health-check). Both are served on the plain-HTTP
 // metrics listener, so probes work the same with and without client TLS.
 const (
-	// probePeriodSeconds is how often liveness and startup are probed.
+	// probePeriodSeconds is how often liveness is probed.
 	probePeriodSeconds int32 = 10
-	// startupFailureThreshold × probePeriodSeconds (10 minutes) is how long a starting member may
-	// spend replaying its WAL and loading a large backend before liveness takes over.
-	startupFailureThreshold int32 = 60
+	// startupPeriodSeconds probes a starting member every second: the kubelet runs the first
+	// readiness probe only after startup succeeds, so the startup period is added to every
+	// member's time to Ready, and membership steps wait on that (behaviour.md §6).
+	startupPeriodSeconds int32 = 1
+	// startupFailureThreshold × startupPeriodSeconds (10 minutes) is how long a starting member
+	// may spend replaying its WAL and loading a large backend before liveness takes over.
+	startupFailureThreshold int32 = 600
 	// livenessFailureThreshold restarts a member whose /livez has failed for 30 s.
 	livenessFailureThreshold int32 = 3
-	// readinessPeriodSeconds probes readiness more often, so that a member leaves the client
-	// Service quickly when it loses the leader.
-	readinessPeriodSeconds int32 = 5
+	// readinessPeriodSeconds is short because a promoted learner (which failed /readyz while it
+	// was a learner) becomes Ready only at its next readiness probe, and the next membership
+	// step waits for that; it also takes a member that lost its leader out of the client
+	// Service within 6 s.
+	readinessPeriodSeconds int32 = 2
 	// readinessFailureThreshold is the kubelet default, written out for stable comparisons.
 	readinessFailureThreshold int32 = 3
 	// probeTimeoutSeconds bounds one probe. /readyz performs a linearizable read, which waits
@@ -69,7 +75,7 @@ func probes(v etcdVersion) (startup, liveness, readiness *corev1.Probe) {
 	}
 	return &corev1.Probe{
 			ProbeHandler:     httpGet("/livez"),
-			PeriodSeconds:    probePeriodSeconds,
+			PeriodSeconds:    startupPeriodSeconds,
 			TimeoutSeconds:   probeTimeoutSeconds,
 			SuccessThreshold: 1,
 			FailureThreshold: startupFailureThreshold,

@@ -8,9 +8,11 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // Per-call timeouts (behaviour.md §24). Each call applies its timeout on top of the caller's
@@ -18,9 +20,15 @@ import (
 const (
 	// DialTimeout bounds establishing a connection (and, with auth, fetching a token).
 	DialTimeout = 3 * time.Second
-	// ReadTimeout bounds MemberList, Status and AlarmList: cheap reads that a healthy member
-	// answers in milliseconds, so a member that needs longer is treated as unhealthy.
+	// ReadTimeout bounds MemberList and AlarmList: cheap reads that a healthy member answers
+	// in milliseconds, so a member that needs longer is treated as unhealthy.
 	ReadTimeout = 3 * time.Second
+	// StatusTimeout bounds Status, which a member answers from its own state without a round
+	// trip to the leader. It is shorter than ReadTimeout because the operator asks every member
+	// in each pass and waits for the slowest: a member that accepted the connection but does not
+	// serve yet (a learner catching up) would otherwise hold every pass for 3 s. A member slower
+	// than this counts as not answering (HealthUnknown) for one pass.
+	StatusTimeout = time.Second
 	// MembershipTimeout bounds MemberAddAsLearner, MemberPromote, MemberRemove and MoveLeader,
 	// and AlarmDisarm, which is a raft proposal too: each must be committed by a quorum, and a
 	// leadership transfer waits for the transferee to catch up.
@@ -139,6 +147,13 @@ func New(ctx context.Context, cfg Config) (*Conn, error) {
 		Context: context.WithoutCancel(ctx),
 		// The client's own logs would duplicate the errors returned to the caller.
 		Logger: zap.NewNop(),
+		// gRPC's default reconnect back-off grows to 2 minutes: a member that refused
+		// connections while it started would stay unreachable to the operator long after it
+		// serves. Members restart and join often; reconnecting within a second is cheap.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: DialTimeout,
+		})},
 	})
 	if err != nil {
 		return nil, classify("dial", err, secrets)
@@ -292,13 +307,16 @@ func (c *Conn) MoveLeader(ctx context.Context, to uint64) error {
 
 // Status implements Client.
 func (c *Conn) Status(ctx context.Context, endpoint string) (Status, error) {
-	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 	defer cancel()
-	api, err := c.endpointAPI(endpoint)
+	conn, err := c.endpointConn(endpoint)
 	if err != nil {
 		return Status{}, c.fail("Status", err)
 	}
-	resp, err := api.Status(ctx, endpoint)
+	// Fail fast instead of clientv3's wait-for-ready: a member whose connection is not up
+	// (starting, gone) would otherwise hold the whole pass for ReadTimeout, and not answering
+	// is itself the observation (HealthUnknown).
+	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false))
 	if err != nil {
 		return Status{}, c.fail("Status", err)
 	}
@@ -404,19 +422,36 @@ func (c *Conn) HashKV(ctx context.Context, endpoint string, rev int64) (HashKV, 
 // on first use. clientv3's Maintenance would open and close a fresh connection for every
 // per-endpoint call.
 func (c *Conn) endpointAPI(endpoint string) (clientv3.Maintenance, error) {
+	ep, err := c.endpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return ep.api, nil
+}
+
+// endpointConn returns the gRPC connection to one endpoint, opening it on first use.
+func (c *Conn) endpointConn(endpoint string) (*grpc.ClientConn, error) {
+	ep, err := c.endpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return ep.conn, nil
+}
+
+func (c *Conn) endpoint(endpoint string) (*endpointConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
 	if ep, ok := c.endpoints[endpoint]; ok {
-		return ep.api, nil
+		return ep, nil
 	}
 	conn, err := c.cli.Dial(endpoint)
 	if err != nil {
 		return nil, err
 	}
-	api := clientv3.NewMaintenanceFromMaintenanceClient(clientv3.RetryMaintenanceClient(c.cli, conn), c.cli)
-	c.endpoints[endpoint] = &endpointConn{conn: conn, api: api}
-	return api, nil
+	ep := &endpointConn{conn: conn, api: clientv3.NewMaintenanceFromMaintenanceClient(clientv3.RetryMaintenanceClient(c.cli, conn), c.cli)}
+	c.endpoints[endpoint] = ep
+	return ep, nil
 }

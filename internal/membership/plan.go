@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
@@ -141,7 +142,33 @@ func join(s *Scope, m Member) Action {
 		a.Message = fmt.Sprintf("giving learner %s its initial cluster", m.Name)
 		return a
 	}
-	return gated(s, a, quorum.AddLearner())
+	a = gated(s, a, quorum.AddLearner())
+	if a.Kind != KindJoin {
+		return a
+	}
+	if v, wait := lastConnectedVoter(s); wait > 0 {
+		return Action{Kind: KindWait, Member: m.Name, Reason: a.Reason, RequeueAfter: wait,
+			Message: fmt.Sprintf("adding %s as a learner once voter %s has been up for %s (etcd's strict reconfiguration check)", m.Name, v, StrictReconfigSettle)}
+	}
+	return a
+}
+
+// lastConnectedVoter is the voter that started most recently, and how long until etcd's strict
+// reconfiguration check accepts an add; zero when it already would. The operator sees a member
+// start only after the leader has connected to it, so the estimate errs late, never early.
+func lastConnectedVoter(s *Scope) (string, time.Duration) {
+	var name string
+	var wait time.Duration
+	for _, v := range s.Voters() {
+		seen, ok := s.Etcd.StartedSeen[v.ID]
+		if !ok || seen.IsZero() || v.ID == s.Etcd.Leader { // the leader needs no connection to itself
+			continue
+		}
+		if left := seen.Add(StrictReconfigSettle).Sub(s.Now); left > wait {
+			name, wait = s.DisplayName(v), left
+		}
+	}
+	return name, wait
 }
 
 // bootstrap walks B0–B4 (behaviour.md §4). Only called while no cluster ID is latched.
@@ -299,11 +326,43 @@ func gated(s *Scope, a Action, q quorum.Action) Action {
 	d := quorum.Check(s.QuorumView(), q)
 	out := gate(a, d)
 	if !d.Allowed {
+		if starting, ok := onlyStartingVoters(s); ok {
+			// Normal progress, not a fault: no warning, just the step after this one.
+			return Action{Kind: KindWait, Member: a.Member, MemberID: a.MemberID, Gate: &d, Reason: a.Reason,
+				RequeueAfter: MembershipPoll, Message: fmt.Sprintf("%s once %s %s Ready", a.Message, strings.Join(starting, ", "), isAre(len(starting)))}
+		}
 		if bad := unhealthyVoters(s); len(bad) > 0 {
 			out.Message += "; not healthy: " + strings.Join(bad, ", ")
 		}
 	}
 	return out
+}
+
+// onlyStartingVoters names the voters that are not healthy, and reports whether every one of
+// them has a running Pod whose etcd container started less than StartingVoterGrace ago: a
+// learner just promoted, or a member just woken, on its way to Ready. A refusal caused only by
+// them is waiting.
+func onlyStartingVoters(s *Scope) ([]string, bool) {
+	var out []string
+	for _, e := range s.Voters() {
+		if s.HealthyVoter(e) {
+			continue
+		}
+		m, hasCR := s.MemberOf(e)
+		if !hasCR || !m.PodRunning || m.Unhealthy || m.ContainerStarted.IsZero() || s.Now.Sub(m.ContainerStarted) >= StartingVoterGrace {
+			return nil, false
+		}
+		out = append(out, m.Name)
+	}
+	slices.Sort(out)
+	return out, len(out) > 0
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 // unhealthyVoters names the voters that do not count as healthy, sorted.

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -240,5 +241,87 @@ func TestLeaderTransfereePrefersUpdatedThenAppliedIndex(t *testing.T) {
 	a := Next(s)
 	if a.Kind != KindMoveLeader || a.MemberID != 1 {
 		t.Fatalf("Next = %+v, want MoveLeader to 1", a)
+	}
+}
+
+// TestJoinWaitsForStrictReconfigSettle: etcd refuses an add until its leader has been connected
+// to every voter for 5 s, so a learner add right after a promotion is scheduled for the moment
+// etcd will accept it, rather than sent and refused.
+func TestJoinWaitsForStrictReconfigSettle(t *testing.T) {
+	t.Parallel()
+	pending := with(mem("p", 3), func(m *Member) {
+		m.Pending = true
+		m.PodRunning, m.PodReady, m.Ready, m.VoterHint = false, false, false, false
+	})
+	base := func(startedAgo map[uint64]time.Duration) Scope {
+		s := Scope{Target: 3, ClusterID: "cid", Now: t0.Add(time.Hour),
+			Members: []Member{mem("a", 1), mem("b", 2), pending},
+			Etcd:    healthyEtcd(1, voter(1, "a"), voter(2, "b"))}
+		s.Etcd.StartedSeen = map[uint64]time.Time{}
+		for id, ago := range startedAgo {
+			s.Etcd.StartedSeen[id] = s.Now.Add(-ago)
+		}
+		return s
+	}
+	cases := []struct {
+		name       string
+		startedAgo map[uint64]time.Duration
+		wantKind   Kind
+		wantAfter  time.Duration
+	}{
+		{"voter b started 2 s ago: wait 3 s", map[uint64]time.Duration{1: time.Hour, 2: 2 * time.Second}, KindWait, 3 * time.Second},
+		{"voter b started 5 s ago: add", map[uint64]time.Duration{1: time.Hour, 2: 5 * time.Second}, KindJoin, 0},
+		{"the leader itself started 1 s ago: add", map[uint64]time.Duration{1: time.Second, 2: time.Hour}, KindJoin, 0},
+		{"start times unknown (operator restarted): add, etcd remains the judge", nil, KindJoin, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := Next(base(tc.startedAgo))
+			if got.Kind != tc.wantKind || got.RequeueAfter != tc.wantAfter || got.Member != "p" {
+				t.Fatalf("Next = %+v, want kind %s for p, requeue after %s", got, tc.wantKind, tc.wantAfter)
+			}
+			if tc.wantKind == KindWait && !strings.Contains(got.Message, "voter b") {
+				t.Errorf("message %q does not name the voter waited for", got.Message)
+			}
+		})
+	}
+	// The zero time marks a member started before the operator first looked.
+	s := base(nil)
+	s.Etcd.StartedSeen = map[uint64]time.Time{2: {}}
+	if got := Next(s); got.Kind != KindJoin {
+		t.Errorf("member started before the operator looked: Next = %+v, want a join", got)
+	}
+}
+
+// TestGateRefusalByStartingVoterIsWaiting: right after a promotion the new voter is not Ready
+// yet, so growing 2 → 3 is refused by the gate. That is progress, not a fault: the planner
+// waits without the WaitingForHealthyMembers warning, unless the voter stays not Ready for
+// StartingVoterGrace or its Pod is not running.
+func TestGateRefusalByStartingVoterIsWaiting(t *testing.T) {
+	t.Parallel()
+	scope := func(startedAgo time.Duration, podRunning bool) Scope {
+		s := Scope{Target: 3, ClusterID: "cid", Now: t0.Add(time.Hour),
+			Etcd: healthyEtcd(1, voter(1, "a"), voter(2, "b"))}
+		s.Members = []Member{mem("a", 1), with(mem("b", 2), func(m *Member) {
+			m.PodReady, m.Ready, m.PodRunning = false, false, podRunning
+			if startedAgo > 0 {
+				m.ContainerStarted = s.Now.Add(-startedAgo)
+			}
+		})}
+		return s
+	}
+	got := Next(scope(3*time.Second, true))
+	if got.Kind != KindWait || got.Reason != ReasonScalingUp || !strings.Contains(got.Message, "once b is Ready") {
+		t.Errorf("voter b started 3 s ago: Next = %+v, want a quiet wait naming b", got)
+	}
+	for name, s := range map[string]Scope{
+		"started 2 min ago":  scope(2*time.Minute, true),
+		"Pod not running":    scope(3*time.Second, false),
+		"start time unknown": scope(0, true),
+	} {
+		if got := Next(s); got.Kind != KindBlocked || got.Reason != ReasonWaitingForHealthyMembers {
+			t.Errorf("%s: Next = %+v, want Blocked/WaitingForHealthyMembers", name, got)
+		}
 	}
 }

@@ -11,10 +11,22 @@ import (
 // Timings the planner asks the controller to requeue after (behaviour.md §24). Watches drive
 // most work; these are for external state only (etcd and the Pods' processes).
 const (
-	// MembershipPoll is how soon to look again while a member's process starts or joins.
-	MembershipPoll = 2 * time.Second
-	// PromoteRetry is how soon to retry a promotion etcd refused as "learner not in sync".
-	PromoteRetry = 5 * time.Second
+	// MembershipPoll is how soon to look again while a member's process starts or joins. Only
+	// a cluster in the middle of a step polls; one pass costs a MemberList and a Status per
+	// member on pooled connections.
+	MembershipPoll = 500 * time.Millisecond
+	// PromoteRetry is how soon to retry a promotion etcd refused as "learner not in sync". A
+	// new learner of an ordinary cluster catches up in well under a second.
+	PromoteRetry = time.Second
+	// StrictReconfigSettle is etcd's own rule (--strict-reconfig-check, on by default): the
+	// leader refuses to add a member until it has been connected to every voter for 5 s
+	// (etcdserver's HealthInterval). The planner schedules the add for the moment that holds
+	// instead of retrying a refused RPC.
+	StrictReconfigSettle = 5 * time.Second
+	// StartingVoterGrace is how long after its container started a voter that is not yet Ready counts as
+	// starting (a refused step waits quietly) rather than unhealthy (the refusal is reported
+	// as WaitingForHealthyMembers with a Warning Event).
+	StartingVoterGrace = time.Minute
 	// DefaultOrphanMemberGrace is how long a learner no EtcdMember explains is left alone
 	// before it is removed: long enough for a cache to catch up with a member just created.
 	DefaultOrphanMemberGrace = time.Minute
@@ -59,6 +71,8 @@ type Member struct {
 	PodRunning bool
 	// PodReady is true when the member's Pod is Ready.
 	PodReady bool
+	// ContainerStarted is when the etcd container's current run started; zero unless running.
+	ContainerStarted time.Time
 	// AllowDeletion is the allow-deletion annotation.
 	AllowDeletion bool
 	// VoterHint is status.isVoter. It is used for conditions only while etcd does not answer,
@@ -97,6 +111,9 @@ type Etcd struct {
 	Alarms []etcdclient.Alarm
 	// FirstSeen is when the operator first saw each member ID; it times orphanMemberGrace.
 	FirstSeen map[uint64]time.Time
+	// StartedSeen is when the operator first saw each member started; the zero time means it
+	// was started before the operator first looked. Unstarted members have no entry.
+	StartedSeen map[uint64]time.Time
 }
 
 // Scope is everything one pass observed about one cluster.

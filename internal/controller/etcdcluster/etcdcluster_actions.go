@@ -64,8 +64,10 @@ func (p *pass) planAndAct(ctx context.Context) (ctrl.Result, error) {
 		// Zero leaves it to watches and the resync; missing TLS material asks for more.
 		return ctrl.Result{RequeueAfter: a.RequeueAfter}, nil
 	case membership.KindWait:
+		log.V(1).Info("Waiting", "reason", a.Reason, "message", a.Message, "after", a.RequeueAfter)
 		return ctrl.Result{RequeueAfter: a.RequeueAfter}, nil
 	case membership.KindBlocked:
+		log.V(1).Info("Blocked", "reason", a.Reason, "message", a.Message, "after", a.RequeueAfter)
 		p.blocked(a)
 		return ctrl.Result{RequeueAfter: a.RequeueAfter}, nil
 	case membership.KindCreateSeed:

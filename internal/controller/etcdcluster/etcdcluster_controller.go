@@ -70,6 +70,9 @@ type Reconciler struct {
 	mu sync.Mutex
 	// firstSeen is when each cluster's etcd member IDs were first observed (orphan grace).
 	firstSeen map[types.NamespacedName]map[uint64]time.Time
+	// startedSeen is when each cluster's etcd members were first seen started (strict
+	// reconfiguration check, membership.StrictReconfigSettle).
+	startedSeen map[types.NamespacedName]map[uint64]time.Time
 	// pendingWarned is the generation a SpecChangePending Event was last emitted for.
 	pendingWarned map[types.NamespacedName]int64
 	// blockedWarned is the refusal a QuorumGateBlocked Event was last emitted for.
@@ -103,6 +106,7 @@ func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder
 		clock:         clock.RealClock{},
 		jitter:        defaultJitter,
 		firstSeen:     map[types.NamespacedName]map[uint64]time.Time{},
+		startedSeen:   map[types.NamespacedName]map[uint64]time.Time{},
 		pendingWarned: map[types.NamespacedName]int64{},
 		blockedWarned: map[types.NamespacedName]string{},
 	}
@@ -253,6 +257,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	_ = r.pool.Forget(key.String()) // closing an idle client cannot fail in a way worth retrying
 	r.mu.Lock()
 	delete(r.firstSeen, key)
+	delete(r.startedSeen, key)
 	delete(r.pendingWarned, key)
 	delete(r.blockedWarned, key)
 	r.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -105,20 +106,21 @@ func ownedMembers(c *etcdv1alpha2.EtcdCluster, items []etcdv1alpha2.EtcdMember) 
 	return out
 }
 
-// endpoints are the client URLs of members whose Pod runs with an IP, sorted: Pod IPs, never
-// DNS (the operator may run outside the cluster's DNS, and tests run it on the host).
-func (p *pass) endpoints() []string {
-	var out []string
+// endpoints are the client URLs of members whose Pod runs with an IP, by member name: Pod IPs,
+// never DNS (the operator may run outside the cluster's DNS, and tests run it on the host).
+// Members on their way out are left out: a member removed from etcd stops serving while its
+// Pod terminates, and a call to it would only wait for its timeout.
+func (p *pass) endpoints() map[string]string {
+	out := map[string]string{}
 	for i := range p.members {
 		m := &p.members[i]
-		if m.Spec.Dormant {
+		if m.Spec.Dormant || !m.DeletionTimestamp.IsZero() || m.Annotations[etcdv1alpha2.AnnotationRemovalReason] != "" {
 			continue
 		}
 		if pod := p.pods[m.Name]; podRunning(pod) && pod.Status.PodIP != "" {
-			out = append(out, membership.ClientURL(pod.Status.PodIP, p.clientTLS()))
+			out[m.Name] = membership.ClientURL(pod.Status.PodIP, p.clientTLS())
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -126,10 +128,11 @@ func (p *pass) endpoints() []string {
 // not an error of the pass.
 func (p *pass) observeEtcd(ctx context.Context) {
 	log := logf.FromContext(ctx)
-	eps := p.endpoints()
-	if len(eps) == 0 {
+	byMember := p.endpoints()
+	if len(byMember) == 0 {
 		return
 	}
+	eps := slices.Sorted(maps.Values(byMember))
 	if p.clientTLS() {
 		// TLS material (behaviour.md §15) is wired in a later milestone; never dial a TLS
 		// cluster in plaintext.
@@ -142,12 +145,19 @@ func (p *pass) observeEtcd(ctx context.Context) {
 		return
 	}
 	p.etcd = cli
+	start := time.Now()
 	list, err := cli.MemberList(ctx)
 	if err != nil {
-		log.V(1).Info("MemberList failed", "reason", err.Error())
+		log.V(1).Info("MemberList failed", "reason", err.Error(), "took", time.Since(start))
 		return
 	}
-	p.view = membership.Etcd{Known: true, Members: list, Statuses: p.statuses(ctx, cli, eps)}
+	listTook := time.Since(start)
+	p.view = membership.Etcd{Known: true, Members: list, Statuses: p.statuses(ctx, cli, listed(byMember, list))}
+	statusTook := time.Since(start) - listTook
+	defer func() {
+		// Slow observations make every step slow; debug logs say which call it was.
+		log.V(1).Info("Observed etcd", "memberList", listTook, "status", statusTook, "total", time.Since(start), "answered", len(p.view.Statuses))
+	}()
 	for _, st := range p.view.Statuses {
 		if st.Leader != 0 {
 			p.view.Leader = st.Leader
@@ -157,7 +167,24 @@ func (p *pass) observeEtcd(ctx context.Context) {
 	if alarms, err := cli.AlarmList(ctx); err == nil {
 		p.view.Alarms = alarms
 	}
-	p.view.FirstSeen = p.r.observeFirstSeen(types.NamespacedName{Namespace: p.cluster.Namespace, Name: p.cluster.Name}, list, p.now)
+	key := types.NamespacedName{Namespace: p.cluster.Namespace, Name: p.cluster.Name}
+	p.view.FirstSeen = p.r.observeFirstSeen(key, list, p.now)
+	p.view.StartedSeen = p.r.observeStarted(key, list, p.now)
+}
+
+// listed keeps the endpoints of members etcd's member list shows started, sorted: a member
+// etcd does not list was removed, and one that has not started cannot answer yet.
+func listed(byMember map[string]string, list []etcdclient.Member) []string {
+	var out []string
+	for name, ep := range byMember {
+		if slices.ContainsFunc(list, func(e etcdclient.Member) bool {
+			return e.Started() && (e.Name == name || slices.ContainsFunc(e.PeerURLs, func(u string) bool { return membership.NameFromPeerURL(u) == name }))
+		}) {
+			out = append(out, ep)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // statuses asks every endpoint for its Status in parallel (each call has its own timeout in the
@@ -202,6 +229,29 @@ func (r *Reconciler) observeFirstSeen(key types.NamespacedName, list []etcdclien
 	return out
 }
 
+// observeStarted records when each member was first seen started (named in the member list).
+// Members already started the first time this operator process looks at the cluster get the
+// zero time: they were up before the operator was, so most likely for longer than any grace.
+func (r *Reconciler) observeStarted(key types.NamespacedName, list []etcdclient.Member, now time.Time) map[uint64]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev, known := r.startedSeen[key]
+	next := make(map[uint64]time.Time, len(list))
+	for _, m := range list {
+		switch t, ok := prev[m.ID]; {
+		case ok:
+			next[m.ID] = t
+		case !m.Started():
+		case known:
+			next[m.ID] = now
+		default:
+			next[m.ID] = time.Time{}
+		}
+	}
+	r.startedSeen[key] = next
+	return maps.Clone(next)
+}
+
 // peerURL is the peer URL member m advertises, as its flags render it.
 func (p *pass) peerURL(m *etcdv1alpha2.EtcdMember) string { return desired.PeerURL(m) }
 
@@ -240,26 +290,27 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 		healthyReason, healthyMessage = h.Reason, h.Message
 	}
 	return membership.Member{
-		Name:            m.Name,
-		UID:             string(m.UID),
-		Created:         m.CreationTimestamp.Time,
-		PeerURL:         p.peerURL(m),
-		Bootstrap:       m.Spec.Bootstrap,
-		Pending:         m.Spec.InitialCluster == "",
-		Dormant:         m.Spec.Dormant,
-		Deleting:        !m.DeletionTimestamp.IsZero(),
-		RemovalReason:   m.Annotations[etcdv1alpha2.AnnotationRemovalReason],
-		RemoveFirst:     removeFirst,
-		AllowDeletion:   m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] == "true",
-		Ready:           meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionReady),
-		Unhealthy:       meta.IsStatusConditionFalse(m.Status.Conditions, etcdv1alpha2.ConditionHealthy),
-		HealthyReason:   healthyReason,
-		HealthyMessage:  healthyMessage,
-		Updated:         meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionUpdated),
-		TemplateCurrent: membership.TemplateCurrent(&m.Spec, p.cluster.Status.Observed),
-		PodRunning:      podRunning(pod) && pod.UID != "" && (m.Status.PodUID == "" || string(pod.UID) == m.Status.PodUID),
-		PodReady:        podReady(pod),
-		VoterHint:       m.Status.IsVoter,
+		Name:             m.Name,
+		UID:              string(m.UID),
+		Created:          m.CreationTimestamp.Time,
+		PeerURL:          p.peerURL(m),
+		Bootstrap:        m.Spec.Bootstrap,
+		Pending:          m.Spec.InitialCluster == "",
+		Dormant:          m.Spec.Dormant,
+		Deleting:         !m.DeletionTimestamp.IsZero(),
+		RemovalReason:    m.Annotations[etcdv1alpha2.AnnotationRemovalReason],
+		RemoveFirst:      removeFirst,
+		AllowDeletion:    m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] == "true",
+		Ready:            meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionReady),
+		Unhealthy:        meta.IsStatusConditionFalse(m.Status.Conditions, etcdv1alpha2.ConditionHealthy),
+		HealthyReason:    healthyReason,
+		HealthyMessage:   healthyMessage,
+		Updated:          meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionUpdated),
+		TemplateCurrent:  membership.TemplateCurrent(&m.Spec, p.cluster.Status.Observed),
+		PodRunning:       podRunning(pod) && pod.UID != "" && (m.Status.PodUID == "" || string(pod.UID) == m.Status.PodUID),
+		PodReady:         podReady(pod),
+		ContainerStarted: containerStarted(pod),
+		VoterHint:        m.Status.IsVoter,
 	}
 }
 
@@ -276,6 +327,19 @@ func bootstrapping(c *etcdv1alpha2.EtcdCluster) bool {
 	}
 	return pr == nil || pr.Reason == membership.ReasonBootstrapping || pr.Reason == membership.ReasonWaitingForSeed ||
 		pr.Reason == membership.ReasonInitialSnapshot || pr.Reason == membership.ReasonPromotingLearner
+}
+
+// containerStarted is when the etcd container's current run started; zero when it is not running.
+func containerStarted(pod *corev1.Pod) time.Time {
+	if pod == nil {
+		return time.Time{}
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == desired.ContainerName && c.State.Running != nil {
+			return c.State.Running.StartedAt.Time
+		}
+	}
+	return time.Time{}
 }
 
 func podRunning(pod *corev1.Pod) bool {

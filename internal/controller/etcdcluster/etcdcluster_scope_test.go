@@ -3,12 +3,14 @@ package etcdcluster
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 )
@@ -35,12 +37,34 @@ func TestEndpointsUsePodIPs(t *testing.T) {
 	}
 	dormant := member("d", false)
 	dormant.Spec.Dormant = true
-	p := testPass(&etcdfake.Recorder{}, member("b", false), member("a", false), member("pending", true), dormant, member("nopod", false))
+	removed := member("r", false)
+	removed.Annotations = map[string]string{etcdv1alpha2.AnnotationRemovalReason: "ScaleDown"}
+	deleting := member("x", false)
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	p := testPass(&etcdfake.Recorder{}, member("b", false), member("a", false), member("pending", true), dormant, member("nopod", false), removed, deleting)
 	p.pods = map[string]*corev1.Pod{"a": running("10.0.0.2"), "b": running("10.0.0.1"), "d": running("10.0.0.9"),
+		"r": running("10.0.0.7"), "x": running("10.0.0.8"),
 		"pending": {Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.0.0.3"}}}
 	got := p.endpoints()
+	if len(got) != 2 || got["b"] != "http://10.0.0.1:2379" || got["a"] != "http://10.0.0.2:2379" {
+		t.Errorf("endpoints = %v, want a and b only (not dormant, pending, without a Pod, being removed or deleted)", got)
+	}
+}
+
+// TestListedSkipsMembersEtcdDoesNotList: Status goes only to started members etcd lists, so
+// that a member just removed (its Pod still terminating) or not started yet does not hold every
+// pass for a timeout.
+func TestListedSkipsMembersEtcdDoesNotList(t *testing.T) {
+	t.Parallel()
+	byMember := map[string]string{"a": "http://10.0.0.1:2379", "b": "http://10.0.0.2:2379", "gone": "http://10.0.0.3:2379", "new": "http://10.0.0.4:2379"}
+	list := []etcdclient.Member{
+		{ID: 1, Name: "a", PeerURLs: []string{"http://a.c.ns.svc:2380"}},
+		{ID: 2, Name: "etcd-b", PeerURLs: []string{"http://b.c.ns.svc:2380"}}, // named otherwise (adopted): matched by peer URL
+		{ID: 3, PeerURLs: []string{"http://new.c.ns.svc:2380"}},               // an unstarted learner cannot answer yet
+	}
+	got := listed(byMember, list)
 	if len(got) != 2 || got[0] != "http://10.0.0.1:2379" || got[1] != "http://10.0.0.2:2379" {
-		t.Errorf("endpoints = %v", got)
+		t.Errorf("listed = %v, want a and b", got)
 	}
 }
 
@@ -68,5 +92,43 @@ func TestObserveFirstSeenKeepsFirstTimeAndForgets(t *testing.T) {
 	got := r.observeFirstSeen(key, []etcdclient.Member{{ID: 2}, {ID: 3}}, t0.Add(60e9))
 	if !got[2].Equal(t0) || !got[3].Equal(t0.Add(60e9)) || len(got) != 2 {
 		t.Errorf("firstSeen = %v", got)
+	}
+}
+
+func TestObserveStartedZeroOnFirstLookThenFirstStartedTime(t *testing.T) {
+	t.Parallel()
+	r := New(nil, nil, nil, nil)
+	key := testPass(&etcdfake.Recorder{}).nsName()
+	t0 := testPass(&etcdfake.Recorder{}).now
+	started := func(id uint64) etcdclient.Member { return etcdclient.Member{ID: id, Name: "m"} }
+	unstarted := func(id uint64) etcdclient.Member { return etcdclient.Member{ID: id} }
+	first := r.observeStarted(key, []etcdclient.Member{started(1), unstarted(2)}, t0)
+	if at, ok := first[1]; !ok || !at.IsZero() || len(first) != 1 {
+		t.Fatalf("first look = %v, want member 1 at the zero time and nothing for unstarted 2", first)
+	}
+	later := t0.Add(3e9)
+	got := r.observeStarted(key, []etcdclient.Member{started(1), started(2)}, later)
+	if !got[1].IsZero() || !got[2].Equal(later) {
+		t.Errorf("second look = %v, want 1 unchanged and 2 at %v", got, later)
+	}
+	got = r.observeStarted(key, []etcdclient.Member{started(2)}, later.Add(1e9))
+	if _, ok := got[1]; ok || !got[2].Equal(later) {
+		t.Errorf("after 1 left = %v", got)
+	}
+}
+
+func TestMemberViewCarriesContainerStart(t *testing.T) {
+	t.Parallel()
+	p := testPass(&etcdfake.Recorder{}, member("m", false))
+	started := p.now.Add(-2 * time.Second)
+	p.pods = map[string]*corev1.Pod{"m": {
+		ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "pod-uid"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: desired.ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}},
+		}}},
+	}}
+	got := p.memberView(&p.members[0])
+	if !got.PodRunning || got.PodReady || !got.ContainerStarted.Equal(started) {
+		t.Errorf("memberView = running %v, ready %v, started %v; want running, not ready, started %v", got.PodRunning, got.PodReady, got.ContainerStarted, started)
 	}
 }

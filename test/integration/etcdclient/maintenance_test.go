@@ -230,3 +230,34 @@ func socketsTo(t *testing.T, endpoint string) int {
 	}
 	return n
 }
+
+// TestStatusOfStoppedMemberFailsFastAndRecovers: Status of a member that refuses connections
+// reports it unavailable instead of waiting for its timeout (a starting or dead member must not
+// hold the operator's whole pass), and answers again on the same Conn once the member is back.
+func TestStatusOfStoppedMemberFailsFastAndRecovers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	c := startCluster(ctx, t, 3)
+	cli := dial(ctx, t, c.Endpoints())
+	ep := c.Endpoints()[2]
+	if _, err := cli.Status(ctx, ep); err != nil {
+		t.Fatalf("Status(%s) while it runs: %v", ep, err)
+	}
+	if err := c.Members[2].Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cli.Status(ctx, ep)
+	if err == nil || errors.Is(err, etcdclient.ErrTimeout) || !errors.Is(err, etcdclient.ErrUnavailable) {
+		t.Fatalf("Status(%s) of a stopped member = %v, want ErrUnavailable (failing fast), not a timeout", ep, err)
+	}
+	if err := c.Members[2].Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := retry(ctx, func(ctx context.Context) error {
+		_, err := cli.Status(ctx, ep)
+		return err
+	}, etcdclient.ErrUnavailable, etcdclient.ErrTimeout); err != nil {
+		t.Fatalf("Status(%s) after the member restarted: %v", ep, err)
+	}
+}

@@ -1,0 +1,146 @@
+//go:build e2e
+
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// timingRunsEnv overrides how many rounds TestLifecycleTimings runs.
+const timingRunsEnv = "E2E_TIMING_RUNS"
+
+// TestLifecycleTimings measures the lifecycle figures of the performance targets as the median
+// of E2E_TIMING_RUNS rounds (default 3), each on a fresh 3-member cluster with the default
+// storage (one PVC per member): bootstrap, scale 3→5, scale 5→3, pause 3→0 and resume 0→3. The
+// targets are recorded beside the figures, never asserted: a loaded machine makes every figure
+// slower, and the report says what was measured. Each round still checks that every step
+// converged.
+func TestLifecycleTimings(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t, framework.Smoke)
+	requireOperator(f)
+	runs := timingRuns(t)
+	measures := []struct {
+		name, note string
+	}{
+		{"bootstrap-3", "create → 3 voters Ready, Available=True/QuorumHealthy, Progressing=False (target ≤ 15 s)"},
+		{"scale-3-5", "replicas 5 → converged with 5 voters, on a cluster converged 5 s before (target ≤ 10 s)"},
+		{"scale-5-3-membership", "replicas 3 → etcd lists 3 members, status.readyMembers 3 (target ≤ 1 s)"},
+		{"scale-5-3", "replicas 3 → converged: removed members' Pods and PVCs gone"},
+		{"pause-3-0", "replicas 0 → Progressing=False/Paused, no Pods"},
+		{"resume-0-3", "replicas 3 → converged with 3 voters (target ≤ 15 s)"},
+	}
+	got := map[string][]time.Duration{}
+	for i := range runs {
+		name := fmt.Sprintf("timing%d", i)
+		step := func(measure string, fn func()) {
+			start := time.Now()
+			fn()
+			got[measure] = append(got[measure], since(start))
+		}
+		step("bootstrap-3", func() {
+			createCluster(f, newCluster(f, name, 3))
+			waitConverged(f, name, 3, bootstrapTimeout)
+		})
+		// etcd refuses a member add until its leader has been connected to every voter for 5 s
+		// (membership.StrictReconfigSettle). A cluster a user scales has been up for longer; right
+		// after bootstrap the wait would be measured as part of the scale-up.
+		time.Sleep(membership.StrictReconfigSettle)
+		step("scale-3-5", func() {
+			setReplicas(f, name, 5)
+			waitConverged(f, name, 5, 2*scaleTimeout)
+		})
+		start := time.Now()
+		setReplicas(f, name, 3)
+		waitEtcdMembers(f, name, 3, scaleTimeout)
+		got["scale-5-3-membership"] = append(got["scale-5-3-membership"], since(start))
+		waitConverged(f, name, 3, scaleTimeout)
+		got["scale-5-3"] = append(got["scale-5-3"], since(start))
+		step("pause-3-0", func() {
+			setReplicas(f, name, 0)
+			waitCondition(f, name, etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse, "Paused", 2*scaleTimeout)
+			if err := f.WaitForNoPods(f.Ctx, f.Namespace, podSelector(name), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		})
+		step("resume-0-3", func() {
+			setReplicas(f, name, 3)
+			waitConverged(f, name, 3, 2*scaleTimeout)
+		})
+		deleteCluster(f, name)
+	}
+	for _, m := range measures {
+		med, all := median(got[m.name])
+		f.Record(fmt.Sprintf("%s (median of %d)", m.name, len(got[m.name])), med, m.note+"; runs: "+all)
+	}
+}
+
+// timingRuns is E2E_TIMING_RUNS, default 3.
+func timingRuns(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(timingRunsEnv)
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number of rounds, e.g. %s=3", timingRunsEnv, v, timingRunsEnv)
+	}
+	return n
+}
+
+// median is the median of ds (the mean of the middle two for an even count) and every
+// duration, in run order, for the report.
+func median(ds []time.Duration) (time.Duration, string) {
+	all := make([]string, len(ds))
+	for i, d := range ds {
+		all[i] = d.Round(10 * time.Millisecond).String()
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0, ""
+	}
+	m := s[n/2]
+	if n%2 == 0 {
+		m = (s[n/2-1] + s[n/2]) / 2
+	}
+	return m, strings.Join(all, ", ")
+}
+
+// waitEtcdMembers waits until etcd's member list of cluster name has exactly n members, all
+// started voters, and the cluster's status counts n Ready members: the moment a scale-down is
+// done as far as etcd and a reader of the status are concerned.
+func waitEtcdMembers(f *framework.Test, name string, n int, timeout time.Duration) {
+	f.T.Helper()
+	err := f.Poll(fmt.Sprintf("etcd of %s to list %d voters", name, n), timeout, func(ctx context.Context) (bool, string, error) {
+		ml, err := memberList(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		voters, learners, unstarted := countMembers(ml)
+		ec, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		state := fmt.Sprintf("etcd: %d voters, %d learners, %d unstarted; readyMembers %d", voters, learners, unstarted, ec.Status.ReadyMembers)
+		return voters == n && learners == 0 && unstarted == 0 && len(ml.Members) == n && int(ec.Status.ReadyMembers) == n, state, nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+}
