@@ -20,7 +20,8 @@ import (
 
 // apiSample is the example of api.md §2.7, unchanged but for its namespace (tenant-a becomes the
 // test namespace). It asks for cert-manager TLS and auth; this operator version implements
-// neither yet and cert-manager is not installed on the local cluster.
+// neither yet (it reports what is missing and starts nothing), and cert-manager is not installed
+// on the local cluster.
 const apiSample = `apiVersion: etcd-operator.cozystack.io/v1alpha2
 kind: EtcdCluster
 metadata: {name: etcd, namespace: tenant-a}
@@ -88,13 +89,11 @@ func TestAPISample(t *testing.T) {
 
 // TestAPISampleReportsCertManagerNotInstalled applies the api.md §2.7 sample on a cluster without
 // cert-manager and expects what behaviour.md §4 and §22 specify: Available=False with reason
-// CertManagerNotInstalled (or, at least, a Degraded=True condition naming the missing TLS).
-//
-// KNOWN OPERATOR GAP, this test fails on the current operator: the cluster reports
-// Available=False/Bootstrapping "the cluster has not formed yet", Progressing=True/WaitingForSeed
-// and Degraded=False/QuorumHealthy "no member needs attention" forever, while its seed
-// EtcdMember says "no pod: TLS Secret etcd-server-tls does not exist"; none of the reasons
-// CertManagerNotInstalled or TLSSecretMissing exists in internal/.
+// CertManagerNotInstalled and a message that says to install cert-manager or use Secret
+// references; Degraded=True/TLSSecretMissing naming the Secrets cert-manager would have issued;
+// and nothing that would start etcd without the requested TLS (no EtcdMember, no Pod), however
+// long the operator keeps looking (it re-probes discovery every 60 s and the Secrets every
+// 10 s).
 func TestAPISampleReportsCertManagerNotInstalled(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Security)
@@ -103,9 +102,10 @@ func TestAPISampleReportsCertManagerNotInstalled(t *testing.T) {
 		t.Skip("cert-manager is installed; this scenario needs a cluster without it")
 	}
 	const name = "etcd"
+	start := time.Now()
 	applySample(f, name)
 	ec := &etcdv1alpha2.EtcdCluster{}
-	err := f.Poll("Available=False/CertManagerNotInstalled or Degraded=True/TLSSecretMissing", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+	err := f.Poll("Available=False/CertManagerNotInstalled and Degraded=True/TLSSecretMissing", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
 		got, err := getCluster(ctx, f, name)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -115,21 +115,50 @@ func TestAPISampleReportsCertManagerNotInstalled(t *testing.T) {
 		}
 		ec = got
 		a, d := findCond(ec, etcdv1alpha2.ConditionAvailable), findCond(ec, etcdv1alpha2.ConditionDegraded)
-		ok := (a != nil && a.Status == metav1.ConditionFalse && a.Reason == "CertManagerNotInstalled") ||
-			(d != nil && d.Status == metav1.ConditionTrue && d.Reason == "TLSSecretMissing")
+		ok := a != nil && a.Status == metav1.ConditionFalse && a.Reason == "CertManagerNotInstalled" &&
+			strings.Contains(a.Message, "install cert-manager") && strings.Contains(a.Message, "Secret references") &&
+			d != nil && d.Status == metav1.ConditionTrue && d.Reason == "TLSSecretMissing" && strings.Contains(d.Message, name+"-server-tls")
 		return ok, clusterState(ec), nil
 	})
 	if err != nil {
-		for _, c := range ec.Status.Conditions {
-			t.Logf("  %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
-		}
-		members, _ := listMembers(f.Ctx, f, name)
-		for _, m := range members {
-			for _, c := range m.Status.Conditions {
-				t.Logf("  EtcdMember %s %s=%s reason %s: %s", m.Name, c.Type, c.Status, c.Reason, c.Message)
-			}
-		}
+		logSampleConditions(f, ec, name)
 		t.Fatal(err)
+	}
+	f.Record("sample-cert-manager-not-installed", since(start), "api.md §2.7 sample without cert-manager: apply → Available=False/CertManagerNotInstalled")
+	for _, c := range ec.Status.Conditions {
+		t.Logf("  %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	// Past one discovery re-probe: still nothing created.
+	err = f.Poll("no EtcdMember and no Pod across a re-probe", 90*time.Second, func(ctx context.Context) (bool, string, error) {
+		members, err := listMembers(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if len(members) != 0 || len(pods.Items) != 0 {
+			return false, "", fmt.Errorf("%d EtcdMembers and %d Pods exist although cert-manager TLS is not in place", len(members), len(pods.Items))
+		}
+		return time.Since(start) > 75*time.Second, "waiting out a re-probe", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logSampleConditions logs the sample's and its members' conditions, for a failed wait.
+func logSampleConditions(f *framework.Test, ec *etcdv1alpha2.EtcdCluster, name string) {
+	f.T.Helper()
+	for _, c := range ec.Status.Conditions {
+		f.T.Logf("  %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	members, _ := listMembers(f.Ctx, f, name)
+	for _, m := range members {
+		for _, c := range m.Status.Conditions {
+			f.T.Logf("  EtcdMember %s %s=%s reason %s: %s", m.Name, c.Type, c.Status, c.Reason, c.Message)
+		}
 	}
 }
 
