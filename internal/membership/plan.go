@@ -146,29 +146,46 @@ func join(s *Scope, m Member) Action {
 	if a.Kind != KindJoin {
 		return a
 	}
-	if v, wait := lastConnectedVoter(s); wait > 0 {
+	if v, wait := strictReconfigWait(s); wait > 0 {
 		return Action{Kind: KindWait, Member: m.Name, Reason: a.Reason, RequeueAfter: wait,
 			Message: fmt.Sprintf("adding %s as a learner once voter %s has been up for %s (etcd's strict reconfiguration check)", m.Name, v, StrictReconfigSettle)}
 	}
 	return a
 }
 
-// lastConnectedVoter is the voter that started most recently, and how long until etcd's strict
-// reconfiguration check accepts an add; zero when it already would. The operator sees a member
-// start only after the leader has connected to it, so the estimate errs late, never early.
-func lastConnectedVoter(s *Scope) (string, time.Duration) {
-	var name string
-	var wait time.Duration
-	for _, v := range s.Voters() {
+// strictReconfigWait is how long until etcd's strict reconfiguration check accepts a member
+// add, and the voter waited for; zero when it already would. etcd (3.5.35, 3.6, 3.7) accepts an
+// add once its leader has been connected for StrictReconfigSettle to enough voters that, with
+// itself, they would be a quorum of the grown cluster; a single voter is always allowed. The
+// operator sees a member start only after the leader has connected to it, so a voter's
+// StartedSeen errs late, never early; one started before the operator looked counts as settled.
+func strictReconfigWait(s *Scope) (string, time.Duration) {
+	voters := s.Voters()
+	if len(voters) <= 1 {
+		return "", 0
+	}
+	type settling struct {
+		name string
+		at   time.Time
+	}
+	var pending []settling
+	connected := 0
+	for _, v := range voters {
 		seen, ok := s.Etcd.StartedSeen[v.ID]
-		if !ok || seen.IsZero() || v.ID == s.Etcd.Leader { // the leader needs no connection to itself
-			continue
-		}
-		if left := seen.Add(StrictReconfigSettle).Sub(s.Now); left > wait {
-			name, wait = s.DisplayName(v), left
+		switch {
+		case v.ID == s.Etcd.Leader || (ok && !seen.Add(StrictReconfigSettle).After(s.Now)):
+			connected++ // the leader needs no connection to itself
+		case ok:
+			pending = append(pending, settling{s.DisplayName(v), seen.Add(StrictReconfigSettle)})
 		}
 	}
-	return name, wait
+	missing := quorum.Of(len(voters)+1) - connected
+	if missing <= 0 || missing > len(pending) {
+		return "", 0 // satisfied, or no wait would satisfy it: etcd judges, the gate has spoken
+	}
+	slices.SortFunc(pending, func(a, b settling) int { return a.at.Compare(b.at) })
+	p := pending[missing-1]
+	return p.name, p.at.Sub(s.Now)
 }
 
 // bootstrap walks B0–B4 (behaviour.md §4). Only called while no cluster ID is latched.

@@ -286,6 +286,25 @@ func TestJoinWaitsForStrictReconfigSettle(t *testing.T) {
 			}
 		})
 	}
+	// Growing 4 → 5 needs the leader and 2 voters connected for 5 s: a voter promoted a moment
+	// ago does not hold the add when the other 3 have long been up.
+	s4 := Scope{Target: 5, ClusterID: "cid", Now: t0.Add(time.Hour),
+		Members: []Member{mem("a", 1), mem("b", 2), mem("c", 3), mem("d", 4), with(mem("p", 5), func(m *Member) {
+			m.Pending = true
+			m.PodRunning, m.PodReady, m.Ready, m.VoterHint = false, false, false, false
+		})},
+		Etcd: healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), voter(4, "d"))}
+	s4.Etcd.StartedSeen = map[uint64]time.Time{1: {}, 2: {}, 3: {}, 4: s4.Now.Add(-time.Second)}
+	if got := Next(s4); got.Kind != KindJoin {
+		t.Errorf("4 voters, the newest up 1 s: Next = %+v, want a join", got)
+	}
+	// With every follower up for under 5 s (4, 2 and 1 s), the add waits until the second of
+	// them has settled: the leader and two followers are a quorum of 5.
+	s4.Etcd.StartedSeen[2] = s4.Now.Add(-4 * time.Second)
+	s4.Etcd.StartedSeen[3] = s4.Now.Add(-2 * time.Second)
+	if got := Next(s4); got.Kind != KindWait || got.RequeueAfter != 3*time.Second || !strings.Contains(got.Message, "voter c") {
+		t.Errorf("4 voters, followers up for 4, 2 and 1 s: Next = %+v, want a 3 s wait for c", got)
+	}
 	// The zero time marks a member started before the operator first looked.
 	s := base(nil)
 	s.Etcd.StartedSeen = map[uint64]time.Time{2: {}}

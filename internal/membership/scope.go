@@ -19,9 +19,10 @@ const (
 	// new learner of an ordinary cluster catches up in well under a second.
 	PromoteRetry = time.Second
 	// StrictReconfigSettle is etcd's own rule (--strict-reconfig-check, on by default): the
-	// leader refuses to add a member until it has been connected to every voter for 5 s
-	// (etcdserver's HealthInterval). The planner schedules the add for the moment that holds
-	// instead of retrying a refused RPC.
+	// leader refuses to add a member until it has been connected for 5 s (etcdserver's
+	// HealthInterval) to enough voters to form, with itself, a quorum of the grown cluster.
+	// The planner schedules the add for the moment that holds instead of retrying a refused
+	// RPC.
 	StrictReconfigSettle = 5 * time.Second
 	// StartingVoterGrace is how long after its container started a voter that is not yet Ready counts as
 	// starting (a refused step waits quietly) rather than unhealthy (the refusal is reported

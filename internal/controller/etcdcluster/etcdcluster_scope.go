@@ -107,14 +107,14 @@ func ownedMembers(c *etcdv1alpha2.EtcdCluster, items []etcdv1alpha2.EtcdMember) 
 }
 
 // endpoints are the client URLs of members whose Pod runs with an IP, by member name: Pod IPs,
-// never DNS (the operator may run outside the cluster's DNS, and tests run it on the host).
-// Members on their way out are left out: a member removed from etcd stops serving while its
-// Pod terminates, and a call to it would only wait for its timeout.
+// never DNS (the operator may run outside the cluster's DNS, and tests run it on the host). A
+// member being removed stays in: until etcd no longer lists it, it votes, and the quorum gate
+// must see its health (listed drops it from Status once it is gone).
 func (p *pass) endpoints() map[string]string {
 	out := map[string]string{}
 	for i := range p.members {
 		m := &p.members[i]
-		if m.Spec.Dormant || !m.DeletionTimestamp.IsZero() || m.Annotations[etcdv1alpha2.AnnotationRemovalReason] != "" {
+		if m.Spec.Dormant {
 			continue
 		}
 		if pod := p.pods[m.Name]; podRunning(pod) && pod.Status.PodIP != "" {
