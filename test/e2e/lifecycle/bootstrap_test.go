@@ -15,16 +15,16 @@ import (
 // member list (dialled by Pod IP) with the latched cluster ID, Pods on distinct nodes when N ≤
 // the node count, the PDB (minAvailable N/2+1 over voters), both Services with their selectors
 // and the client Service's endpoints (voters only). It then deletes the cluster and checks
-// that nothing is left (reclaimPolicy Delete). Only bootstrap-3 is in the smoke set.
+// that nothing is left (reclaimPolicy Delete). All three sizes are in the smoke set.
 func TestBootstrap(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		n      int
 		labels []framework.Label
 	}{
-		{1, nil},
+		{1, []framework.Label{framework.Smoke}},
 		{3, []framework.Label{framework.Smoke}},
-		{5, nil},
+		{5, []framework.Label{framework.Smoke}},
 	} {
 		t.Run(fmt.Sprintf("%d-members", tc.n), func(t *testing.T) {
 			t.Parallel()

@@ -48,7 +48,7 @@ const sampleObserve = 45 * time.Second
 // that ignores the requested TLS and auth.
 func TestAPISample(t *testing.T) {
 	t.Parallel()
-	f := framework.NewTest(t)
+	f := framework.NewTest(t, framework.Smoke)
 	requireOperator(f)
 	d, err := f.OperatorDeployment(f.Ctx)
 	if err != nil {
@@ -96,7 +96,7 @@ func TestAPISample(t *testing.T) {
 // 10 s).
 func TestAPISampleReportsCertManagerNotInstalled(t *testing.T) {
 	t.Parallel()
-	f := framework.NewTest(t, framework.Security)
+	f := framework.NewTest(t, framework.Smoke, framework.Security)
 	requireOperator(f)
 	if _, err := f.Discovery.ServerResourcesForGroupVersion("cert-manager.io/v1"); err == nil {
 		t.Skip("cert-manager is installed; this scenario needs a cluster without it")

@@ -92,7 +92,7 @@ func TestScaleUnderTraffic(t *testing.T) {
 // goes through the /scale subresource, and reads the subresource back.
 func TestKubectlScale(t *testing.T) {
 	t.Parallel()
-	f := framework.NewTest(t)
+	f := framework.NewTest(t, framework.Smoke)
 	requireOperator(f)
 	const name = "kscale"
 	createCluster(f, newCluster(f, name, 1))
