@@ -214,7 +214,7 @@ func bootstrap(s *Scope) Action {
 	}
 	if !seed.PodRunning {
 		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
-			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name)}
+			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name) + because(seed)}
 	}
 	if !s.Etcd.Known {
 		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
@@ -239,7 +239,7 @@ func promote(s *Scope) (Action, bool) {
 		if !e.Started() {
 			// A learner that never starts within memberStartGrace is replaced (§9, later).
 			return Action{Kind: KindWait, Member: m.Name, MemberID: e.ID, Reason: progressReason(s, ReasonScalingUp),
-				RequeueAfter: MembershipPoll, Message: fmt.Sprintf("waiting for learner %s to start", m.Name)}, true
+				RequeueAfter: MembershipPoll, Message: fmt.Sprintf("waiting for learner %s to start", m.Name) + because(m)}, true
 		}
 		a := Action{Kind: KindPromote, Member: m.Name, MemberID: e.ID, Reason: ReasonPromotingLearner,
 			Message: fmt.Sprintf("promoting learner %s", m.Name)}
@@ -409,6 +409,15 @@ func pausedMessage(s *Scope) string {
 		}
 	}
 	return "paused"
+}
+
+// because quotes what the member's Ready condition says holds it back, so that the cluster's
+// Progressing message names the cause (an unschedulable Pod, say) without a look at the member.
+func because(m Member) string {
+	if m.NotReadyMessage == "" {
+		return ""
+	}
+	return ": " + m.NotReadyMessage
 }
 
 func names(ms []Member) string {

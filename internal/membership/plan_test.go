@@ -344,3 +344,18 @@ func TestGateRefusalByStartingVoterIsWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitForPodNamesTheCause: while the seed's Pod does not run, the wait quotes what the
+// member's Ready condition says (the scheduler's reason), so the cluster's Progressing message
+// names the cause without a look at the EtcdMember.
+func TestWaitForPodNamesTheCause(t *testing.T) {
+	t.Parallel()
+	seed := with(mem("s", 1), func(m *Member) {
+		m.Bootstrap, m.PodRunning, m.PodReady, m.Ready = true, false, false, false
+		m.NotReadyMessage = "pod phase: Pending; unschedulable: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector"
+	})
+	got := Next(Scope{Target: 3, Members: []Member{seed}})
+	if got.Kind != KindWait || got.Message != "waiting for the Pod of seed s to run: "+seed.NotReadyMessage {
+		t.Errorf("Next = %+v, want a wait quoting the member's Ready message", got)
+	}
+}

@@ -60,6 +60,9 @@ type Member struct {
 	Ready bool
 	// Unhealthy is true when the member's Healthy condition is False.
 	Unhealthy bool
+	// NotReadyMessage is the message of the member's Ready condition while it is False: it
+	// says what holds the member back (the scheduler's reason, a missing Secret).
+	NotReadyMessage string
 	// HealthyReason and HealthyMessage are the reason and message of the member's Healthy
 	// condition while it is False: the member controller's classification (behaviour.md §9).
 	HealthyReason, HealthyMessage string

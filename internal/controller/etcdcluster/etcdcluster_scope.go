@@ -285,6 +285,10 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 	// remove-first is a flag: its presence is the request, whatever the value, so that
 	// "kubectl annotate ... remove-first=" (an empty value) counts as much as "=true".
 	_, removeFirst := m.Annotations[etcdv1alpha2.AnnotationRemoveFirst]
+	var notReady string
+	if r := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionReady); r != nil && r.Status == metav1.ConditionFalse {
+		notReady = r.Message
+	}
 	var healthyReason, healthyMessage string
 	if h := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionHealthy); h != nil && h.Status == metav1.ConditionFalse {
 		healthyReason, healthyMessage = h.Reason, h.Message
@@ -303,6 +307,7 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 		AllowDeletion:    m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] == "true",
 		Ready:            meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionReady),
 		Unhealthy:        meta.IsStatusConditionFalse(m.Status.Conditions, etcdv1alpha2.ConditionHealthy),
+		NotReadyMessage:  notReady,
 		HealthyReason:    healthyReason,
 		HealthyMessage:   healthyMessage,
 		Updated:          meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionUpdated),
