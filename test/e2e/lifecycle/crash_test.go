@@ -63,7 +63,9 @@ const maxCrashes = 3
 // The env var is removed afterwards (also when the test fails).
 //
 // Not parallel: the failpoint applies to the one operator, so it would crash every other
-// scenario's flows too. Only learner-added is in the smoke set.
+// scenario's flows too. Only learner-added is in the smoke set (with removal-reason-set of
+// TestOperatorCrashAfterSpecChange it gives the smoke set one crash per flow: bootstrap with its
+// learner add, and scale-down).
 func TestOperatorCrash(t *testing.T) {
 	only := strings.Split(os.Getenv(envFailpoints), ",")
 	for _, tc := range crashSteps {
@@ -273,7 +275,11 @@ func TestOperatorCrashAfterSpecChange(t *testing.T) {
 			if os.Getenv(envFailpoints) != "" && !slices.Contains(only, tc.step) {
 				t.Skipf("%s=%s", envFailpoints, os.Getenv(envFailpoints))
 			}
-			f := framework.NewTest(t, framework.Disruptive)
+			labels := []framework.Label{framework.Disruptive}
+			if tc.step == failpoint.RemovalReasonSet {
+				labels = append(labels, framework.Smoke) // the scale-down flow's crash in the smoke set
+			}
+			f := framework.NewTest(t, labels...)
 			requireOperator(f)
 			const name = "crash"
 			createCluster(f, newCluster(f, name, int32(tc.from)))
