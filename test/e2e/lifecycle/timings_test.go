@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+	"github.com/etcd-operator/etcd-operator/test/utils/etcdconn"
 )
 
 // timingRunsEnv overrides how many rounds TestLifecycleTimings runs.
@@ -131,23 +133,44 @@ func median(ds []time.Duration) (time.Duration, string) {
 	return m, strings.Join(all, ", ")
 }
 
-// waitEtcdMembers waits until etcd's member list of cluster name has exactly n members, all
-// started voters, and the cluster's status counts n Ready members: the moment a scale-down is
-// done as far as etcd and a reader of the status are concerned.
+// waitEtcdMembers waits until every member the cluster still has (its EtcdMembers) answers that
+// etcd's member list holds exactly n members, all started voters, and the cluster's status counts
+// n Ready members: the moment a scale-down is done as far as etcd and a reader of the status are
+// concerned. Removed members are not asked: until their Pods are gone they answer with the
+// membership they last knew.
 func waitEtcdMembers(f *framework.Test, name string, n int, timeout time.Duration) {
 	f.T.Helper()
 	err := f.Poll(fmt.Sprintf("etcd of %s to list %d voters", name, n), timeout, func(ctx context.Context) (bool, string, error) {
-		ml, err := memberList(ctx, f, name)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		voters, learners, unstarted := countMembers(ml)
 		ec, err := getCluster(ctx, f, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		state := fmt.Sprintf("etcd: %d voters, %d learners, %d unstarted; readyMembers %d", voters, learners, unstarted, ec.Status.ReadyMembers)
-		return voters == n && learners == 0 && unstarted == 0 && len(ml.Members) == n && int(ec.Status.ReadyMembers) == n, state, nil
+		members, err := listMembers(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if len(members) != n || int(ec.Status.ReadyMembers) != n {
+			return false, fmt.Sprintf("%d EtcdMembers, readyMembers %d", len(members), ec.Status.ReadyMembers), nil
+		}
+		for _, m := range members {
+			pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+			if err != nil || pod.Status.PodIP == "" {
+				return false, fmt.Sprintf("Pod of %s: no IP (%v)", m.Name, err), nil
+			}
+			eps, _ := etcdconn.PodEndpoints([]corev1.Pod{*pod}, etcdconn.ClientPort, false)
+			if len(eps) != 1 {
+				return false, fmt.Sprintf("Pod of %s: no endpoint", m.Name), nil
+			}
+			ml, err := memberListAt(ctx, eps[0])
+			if err != nil {
+				return false, fmt.Sprintf("MemberList at %s: %v", m.Name, err), nil
+			}
+			voters, learners, unstarted := countMembers(ml)
+			if voters != n || learners != 0 || unstarted != 0 || len(ml.Members) != n {
+				return false, fmt.Sprintf("%s lists %d voters, %d learners, %d unstarted", m.Name, voters, learners, unstarted), nil
+			}
+		}
+		return true, "", nil
 	})
 	if err != nil {
 		f.T.Fatal(err)
