@@ -82,7 +82,7 @@ func TestPodGolden(t *testing.T) {
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 						Path: "/readyz", Port: intstr.FromInt32(2381), Scheme: corev1.URISchemeHTTP,
 					}},
-					PeriodSeconds: 2, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3,
+					PeriodSeconds: 1, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3,
 				},
 				TerminationMessagePath:   "/dev/termination-log",
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

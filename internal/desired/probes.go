@@ -22,9 +22,9 @@ const (
 	livenessFailureThreshold int32 = 3
 	// readinessPeriodSeconds is short because a promoted learner (which failed /readyz while it
 	// was a learner) becomes Ready only at its next readiness probe, and the next membership
-	// step waits for that; it also takes a member that lost its leader out of the client
-	// Service within 6 s.
-	readinessPeriodSeconds int32 = 2
+	// step waits for that. With readinessFailureThreshold it takes a member that lost its leader
+	// out of the client Service after 3 s, longer than an ordinary election (about 1 s).
+	readinessPeriodSeconds int32 = 1
 	// readinessFailureThreshold is the kubelet default, written out for stable comparisons.
 	readinessFailureThreshold int32 = 3
 	// probeTimeoutSeconds bounds one probe. /readyz performs a linearizable read, which waits
