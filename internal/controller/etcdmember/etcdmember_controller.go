@@ -25,6 +25,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/health"
 )
 
 // ControllerName names the controller in logs, metrics and as the Events' reporting controller.
@@ -65,8 +66,8 @@ type Reconciler struct {
 	clock           clock.PassiveClock
 	imageRepository string
 	clusterDomain   string
-	// pendingGrace overrides health.DefaultPendingGrace when positive.
-	pendingGrace time.Duration
+	// graces are the health classifier's graces; zero fields keep its defaults.
+	graces health.Graces
 }
 
 // Option configures a Reconciler.
@@ -89,7 +90,11 @@ func WithClusterDomain(domain string) Option { return func(r *Reconciler) { r.cl
 
 // WithPendingGrace sets how long a member's Pod may stay unschedulable before the member is
 // Healthy=False/Unschedulable (behaviour.md §9); zero keeps health.DefaultPendingGrace.
-func WithPendingGrace(d time.Duration) Option { return func(r *Reconciler) { r.pendingGrace = d } }
+func WithPendingGrace(d time.Duration) Option { return func(r *Reconciler) { r.graces.Pending = d } }
+
+// WithGraces sets every grace of the health classification (behaviour.md §9, §24); zero
+// fields keep the defaults. It replaces an earlier WithPendingGrace.
+func WithGraces(g health.Graces) Option { return func(r *Reconciler) { r.graces = g } }
 
 // WithRecorder sets the Event recorder.
 func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
@@ -185,7 +190,8 @@ func clusterChangesThatMatter() predicate.Funcs {
 
 // RBAC. Pods are created and deleted here and nowhere else; PVCs are created here and patched
 // (metadata) here, deleted only by the EtcdCluster controller. Secrets are read by name,
-// uncached, for CA digests and the etcd client's TLS material and credentials.
+// uncached, for CA digests and the etcd client's TLS material and credentials. Nodes are read
+// from the cache, only for a Pod stuck terminating, to tell whether its Node is lost.
 //
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;patch;update
@@ -194,6 +200,7 @@ func clusterChangesThatMatter() predicate.Funcs {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one EtcdMember's Pod and PVC in line with its spec and reports what it sees.
@@ -205,8 +212,10 @@ func clusterChangesThatMatter() predicate.Funcs {
 //     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
 //  3. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
 //     replicas, selector, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
-//     observations and patched once, only if it changed; a Healthy condition turning
-//     False/Unschedulable is announced with one MemberFailed Warning.
+//     observations and patched once, only if it changed. Healthy is health.Classify's verdict
+//     on the Pod, its etcd container's terminations and, for a Pod stuck terminating, its Node;
+//     Healthy turning False (or changing its reason while False) is announced with one
+//     MemberFailed Warning.
 //  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
 //     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)
 //     and release it, or hold it and say why. Nothing else runs.
@@ -218,8 +227,8 @@ func clusterChangesThatMatter() predicate.Funcs {
 //     (never for a Memory member that lost its Pod, and never while the parent is unreadable);
 //     refuse a foreign Pod; keep role=voter and additionalMetadata in place.
 //  8. Requeue only for external state (etcd membership during a deletion, a missing Secret)
-//     and for a grace that ends without an event (an unschedulable Pod's pending grace);
-//     watches drive everything else.
+//     and for the end of a running classifier grace (pending, start, failure, node-lost,
+//     terminating), which no event marks; watches drive everything else.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	member := &etcdv1alpha2.EtcdMember{}
 	if err := r.client.Get(ctx, req.NamespacedName, member); err != nil {

@@ -33,7 +33,8 @@ const (
 	ReasonPodAbsent          = "PodAbsent"
 	ReasonTemplateUnknown    = "TemplateUnknown"
 
-	ReasonDataLost = "DataLost"
+	// ReasonDataLost is the classifier's reason for a Memory member whose Pod is gone.
+	ReasonDataLost = health.ReasonDataLost
 
 	ReasonVersionMismatch = "VersionMismatch"
 	ReasonVersionMatched  = "VersionMatched"
@@ -55,9 +56,13 @@ type statusInput struct {
 	// pvcOwned says the member's PVC exists and is its own.
 	pvcOwned bool
 	notes    notes
-	// pendingGrace is how long the Pod may stay unschedulable before the member is
-	// Healthy=False/Unschedulable; zero means health.DefaultPendingGrace.
-	pendingGrace time.Duration
+	// graces are the classifier's graces; zero fields take the defaults of behaviour.md §24.
+	graces health.Graces
+	// clusterID is the parent's latched etcd cluster ID, empty when unknown: a termination
+	// message naming another cluster ID means the member's data belongs elsewhere.
+	clusterID string
+	// node is the Node the Pod is bound to, when the classification needs it (nil otherwise).
+	node *health.Node
 }
 
 // condition is a condition without its bookkeeping (generation, transition time), so that the
@@ -100,54 +105,9 @@ func computeStatus(in statusInput, now metav1.Time) etcdv1alpha2.EtcdMemberStatu
 	if c, ok := versionDriftedCondition(m); ok {
 		set(etcdv1alpha2.ConditionVersionDrifted, c)
 	}
-	if in.notes.memoryPodLost {
-		set(etcdv1alpha2.ConditionHealthy, condition{metav1.ConditionFalse, ReasonDataLost,
-			"the Pod of this Memory member is gone and its data with it; the member must be replaced"})
-	} else if c, ok, _ := schedulingHealth(in, now.Time); ok {
-		set(etcdv1alpha2.ConditionHealthy, c)
-	}
+	h, _ := memberHealth(in, now.Time)
+	set(etcdv1alpha2.ConditionHealthy, h)
 	return st
-}
-
-// schedulingHealth classifies the scheduling row of behaviour.md §9 with the health classifier:
-// a Pod the scheduler has not placed for the pending grace makes the member
-// Healthy=False/Unschedulable, quoting the scheduler; a member that was Unschedulable and no
-// longer is becomes Healthy again. ok is false when Healthy is not this row's to write (other
-// rows are classified elsewhere, or not yet). recheck is how long until the grace ends while it
-// runs: no watch event marks that moment.
-func schedulingHealth(in statusInput, now time.Time) (c condition, ok bool, recheck time.Duration) {
-	var obs *health.Pod
-	if in.pod != nil {
-		obs = schedulingObservation(in.pod)
-	}
-	res := health.Classify(health.Observation{Now: now, Graces: health.Graces{Pending: in.pendingGrace}, Pod: obs})
-	if res.Reason == health.ReasonUnschedulable {
-		return condition{metav1.ConditionFalse, health.ReasonUnschedulable, res.Message}, true, 0
-	}
-	if obs != nil && obs.Unschedulable {
-		recheck = res.RecheckAfter
-	}
-	cur := meta.FindStatusCondition(in.member.Status.Conditions, etcdv1alpha2.ConditionHealthy)
-	if cur != nil && cur.Status == metav1.ConditionFalse && cur.Reason == health.ReasonUnschedulable {
-		return condition{metav1.ConditionTrue, health.ReasonHealthy, "the Pod is no longer unschedulable"}, true, recheck
-	}
-	return condition{}, false, recheck
-}
-
-// schedulingObservation is what the classifier needs of the Pod to judge its scheduling.
-func schedulingObservation(pod *corev1.Pod) *health.Pod {
-	p := &health.Pod{UID: string(pod.UID), CreatedAt: pod.CreationTimestamp.Time, Phase: pod.Status.Phase,
-		Reason: pod.Status.Reason, Ready: podReady(pod)}
-	if p.Phase == "" {
-		p.Phase = corev1.PodPending
-	}
-	if pod.DeletionTimestamp != nil {
-		p.DeletionTimestamp = pod.DeletionTimestamp.Time
-	}
-	if c, ok := unschedulable(pod); ok {
-		p.Unschedulable, p.UnschedulableSince, p.SchedulingMessage = true, c.LastTransitionTime.Time, c.Message
-	}
-	return p
 }
 
 // unschedulable returns the Pod's PodScheduled condition when the scheduler reported that it
@@ -278,17 +238,25 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) (time.Duration,
 	if sc.notes.released {
 		return 0, nil
 	}
-	in := statusInput{member: sc.original, pvcOwned: sc.pvcOwned, notes: sc.notes, pendingGrace: r.pendingGrace}
+	in := statusInput{member: sc.original, pvcOwned: sc.pvcOwned, notes: sc.notes, graces: r.graces}
+	if sc.parent != nil {
+		in.clusterID = sc.parent.Status.ClusterID
+	}
 	if sc.podOwned {
 		in.pod = sc.pod
 	}
+	node, err := r.podNode(ctx, in.pod)
+	if err != nil {
+		return 0, err
+	}
+	in.node = node
 	if in.pod != nil && sc.original.Annotations[etcdv1alpha2.AnnotationTemplateHash] == "" && in.notes.desiredHash == "" {
 		if ca, missing, err := r.caDigests(ctx, sc.original); err == nil && missing == "" {
 			in.notes.desiredHash = desired.TemplateHash(&sc.original.Spec, r.image(sc.original.Spec.Version), ca)
 		}
 	}
 	now := r.clock.Now()
-	_, _, recheck := schedulingHealth(in, now)
+	_, recheck := memberHealth(in, now)
 	next := computeStatus(in, metav1.NewTime(now))
 	if equality.Semantic.DeepEqual(next, sc.original.Status) {
 		return recheck, nil
@@ -317,12 +285,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) (time.Duration,
 	return recheck, nil
 }
 
-// newlyFailed returns the Healthy condition of next when it turned False with a classification
-// this controller announces, and nil otherwise: one Event per transition, none per pass.
-// DataLost is left out: the EtcdCluster controller announces the replacement it causes.
+// newlyFailed returns the Healthy condition of next when it turned False, or changed its
+// classification while False, and nil otherwise: one Event per transition, none per pass.
 func newlyFailed(prev, next []metav1.Condition) *metav1.Condition {
 	n := meta.FindStatusCondition(next, etcdv1alpha2.ConditionHealthy)
-	if n == nil || n.Status != metav1.ConditionFalse || n.Reason != health.ReasonUnschedulable {
+	if n == nil || n.Status != metav1.ConditionFalse {
 		return nil
 	}
 	if p := meta.FindStatusCondition(prev, etcdv1alpha2.ConditionHealthy); p != nil && p.Status == n.Status && p.Reason == n.Reason {

@@ -165,6 +165,8 @@ func TestComputeStatus(t *testing.T) {
 					Message: "pod runs template h1", ObservedGeneration: 3, LastTransitionTime: now},
 				{Type: etcdv1alpha2.ConditionVersionDrifted, Status: metav1.ConditionFalse, Reason: ReasonVersionMatched,
 					Message: "member runs 3.6.5 as specified", ObservedGeneration: 3, LastTransitionTime: now},
+				{Type: etcdv1alpha2.ConditionHealthy, Status: metav1.ConditionTrue, Reason: "Healthy",
+					Message: "etcd is running", ObservedGeneration: 3, LastTransitionTime: now},
 			},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -254,68 +256,8 @@ func unschedulablePod(since time.Time) func(*corev1.Pod) {
 	}
 }
 
-// TestSchedulingHealth: a Pod the scheduler cannot place makes the member Unschedulable only
-// once the pending grace has passed (behaviour.md §9), quoting the scheduler; until then the
-// controller asks to look again when the grace ends; a member that recovers is Healthy again.
-func TestSchedulingHealth(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	wasUnschedulable := func(m *etcdv1alpha2.EtcdMember) {
-		m.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ConditionHealthy, Status: metav1.ConditionFalse, Reason: "Unschedulable"}}
-	}
-	for name, tc := range map[string]struct {
-		in          statusInput
-		wantOK      bool
-		wantStatus  metav1.ConditionStatus
-		wantReason  string
-		wantMsg     string
-		wantRecheck time.Duration
-	}{
-		"unschedulable for 1 of 5 minutes: not yet, look again in 4": {
-			in:          statusInput{member: member(), pod: pod(false, unschedulablePod(now.Add(-time.Minute)))},
-			wantRecheck: 4 * time.Minute,
-		},
-		"unschedulable past the default grace": {
-			in:     statusInput{member: member(), pod: pod(false, unschedulablePod(now.Add(-5*time.Minute)))},
-			wantOK: true, wantStatus: metav1.ConditionFalse, wantReason: "Unschedulable", wantMsg: "the Pod cannot be scheduled: " + schedulerMsg,
-		},
-		"a shorter grace from the operator's flag": {
-			in:     statusInput{member: member(), pod: pod(false, unschedulablePod(now.Add(-10*time.Second))), pendingGrace: 10 * time.Second},
-			wantOK: true, wantStatus: metav1.ConditionFalse, wantReason: "Unschedulable",
-		},
-		"scheduled and running after being Unschedulable: Healthy again": {
-			in:     statusInput{member: member(wasUnschedulable), pod: pod(true)},
-			wantOK: true, wantStatus: metav1.ConditionTrue, wantReason: "Healthy", wantMsg: "no longer unschedulable",
-		},
-		"Pod gone after being Unschedulable: Healthy again": {
-			in:     statusInput{member: member(wasUnschedulable)},
-			wantOK: true, wantStatus: metav1.ConditionTrue, wantReason: "Healthy",
-		},
-		"a running Pod: not this row's to write": {
-			in: statusInput{member: member(), pod: pod(true)},
-		},
-		"a failed Pod: not this row's to write": {
-			in: statusInput{member: member(), pod: pod(false, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })},
-		},
-		"a terminating unschedulable Pod: not a scheduling problem": {
-			in: statusInput{member: member(), pod: pod(false, unschedulablePod(now.Add(-time.Hour)), func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(now)) })},
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			got, ok, recheck := schedulingHealth(tc.in, now)
-			if ok != tc.wantOK || got.status != tc.wantStatus || got.reason != tc.wantReason || recheck != tc.wantRecheck {
-				t.Errorf("schedulingHealth = %+v, %v, recheck %s; want %s/%s, %v, recheck %s", got, ok, recheck, tc.wantStatus, tc.wantReason, tc.wantOK, tc.wantRecheck)
-			}
-			if !strings.Contains(got.message, tc.wantMsg) {
-				t.Errorf("message %q does not contain %q", got.message, tc.wantMsg)
-			}
-		})
-	}
-}
-
-// TestNewlyFailedAnnouncesTransitionsOnly: one MemberFailed Event when Healthy turns
-// False/Unschedulable, none while it stays so, none for other changes.
+// TestNewlyFailedAnnouncesTransitionsOnly: one MemberFailed Event when Healthy turns False or
+// changes its reason while False, none while it stays so, none for recoveries.
 func TestNewlyFailedAnnouncesTransitionsOnly(t *testing.T) {
 	t.Parallel()
 	healthy := func(st metav1.ConditionStatus, reason, msg string) []metav1.Condition {
@@ -330,7 +272,11 @@ func TestNewlyFailedAnnouncesTransitionsOnly(t *testing.T) {
 		"Healthy → Unschedulable":                       {healthy(metav1.ConditionTrue, "Healthy", "x"), unsched, true},
 		"Unschedulable, scheduler's words change":       {unsched, healthy(metav1.ConditionFalse, "Unschedulable", "the Pod cannot be scheduled: b"), false},
 		"Unschedulable → Healthy":                       {unsched, healthy(metav1.ConditionTrue, "Healthy", "x"), false},
-		"DataLost is not this controller's to announce": {nil, healthy(metav1.ConditionFalse, "DataLost", "x"), false},
+		"no condition → DataLost":                       {nil, healthy(metav1.ConditionFalse, "DataLost", "x"), true},
+		"Healthy → CrashLoop":                           {healthy(metav1.ConditionTrue, "Healthy", "x"), healthy(metav1.ConditionFalse, "CrashLoop", "y"), true},
+		"StartFailed → CrashLoop: a new classification": {healthy(metav1.ConditionFalse, "StartFailed", "x"), healthy(metav1.ConditionFalse, "CrashLoop", "y"), true},
+		"Healthy → Unreachable (Unknown)":               {healthy(metav1.ConditionTrue, "Healthy", "x"), healthy(metav1.ConditionUnknown, "Unreachable", "y"), false},
+		"Healthy message changes (OOMKilled noted)":     {healthy(metav1.ConditionTrue, "Healthy", "x"), healthy(metav1.ConditionTrue, "Healthy", "OOMKilled"), false},
 	} {
 		if got := newlyFailed(tc.prev, tc.next) != nil; got != tc.want {
 			t.Errorf("%s: announce = %v, want %v", name, got, tc.want)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/health"
 )
 
 // Polling bounds. convergeTimeout covers a reconcile or two on a loaded CI machine; the
@@ -198,7 +202,8 @@ func waitPod(t *testing.T, m *etcdv1alpha2.EtcdMember) *corev1.Pod {
 	return p
 }
 
-// markPodRunning does the kubelet's part: phase Running, an IP, and the Ready condition.
+// markPodRunning does the kubelet's part: phase Running, a start time, an IP, the etcd
+// container running, and the Ready condition.
 func markPodRunning(t *testing.T, p *corev1.Pod, ip string, ready bool) {
 	t.Helper()
 	status := corev1.ConditionFalse
@@ -207,14 +212,74 @@ func markPodRunning(t *testing.T, p *corev1.Pod, ip string, ready bool) {
 	}
 	base := p.DeepCopy()
 	p.Status.Phase = corev1.PodRunning
+	p.Status.StartTime = ptr.To(p.CreationTimestamp)
 	p.Status.PodIP = ip
 	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: desired.ContainerName, Ready: ready,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
 	// A merge patch without resourceVersion: the controller may have changed the Pod's metadata
 	// since p was read.
 	if err := k8sClient.Status().Patch(t.Context(), p, client.MergeFrom(base)); err != nil {
 		t.Fatalf("setting Pod %s status: %v", p.Name, err)
 	}
+}
+
+// containerExit is one exit of the etcd container as the kubelet reports it.
+type containerExit struct {
+	// reason is the runtime's: "Error", "OOMKilled".
+	reason string
+	// exitCode is the process's exit code (137 when killed).
+	exitCode int32
+	// message is the termination message: with FallbackToLogsOnError, the tail of etcd's log.
+	message string
+}
+
+// crashContainer does the kubelet's part when the Pod's etcd container exits: the Pod is no
+// longer Ready, restartCount counts the restarts so far, and the container is either still
+// terminated (state.terminated is the latest exit, lastState.terminated the one before, when
+// given) or waiting in CrashLoopBackOff (lastState.terminated is the latest exit).
+func crashContainer(t *testing.T, m *etcdv1alpha2.EtcdMember, restarts int32, waiting bool, latest containerExit, before *containerExit) {
+	t.Helper()
+	p, err := getPod(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := p.DeepCopy()
+	term := func(e containerExit) *corev1.ContainerStateTerminated {
+		return &corev1.ContainerStateTerminated{ExitCode: e.exitCode, Reason: e.reason, Message: e.message,
+			FinishedAt: metav1.Now()}
+	}
+	cs := corev1.ContainerStatus{Name: desired.ContainerName, RestartCount: restarts}
+	if waiting {
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		cs.LastTerminationState.Terminated = term(latest)
+	} else {
+		cs.State.Terminated = term(latest)
+		if before != nil {
+			cs.LastTerminationState.Terminated = term(*before)
+		}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodReady && p.Status.Conditions[i].Status == corev1.ConditionTrue {
+			p.Status.Conditions[i].Status, p.Status.Conditions[i].LastTransitionTime = corev1.ConditionFalse, metav1.Now()
+		}
+	}
+	if err := k8sClient.Status().Patch(t.Context(), p, client.MergeFrom(base)); err != nil {
+		t.Fatalf("reporting the container's exit on Pod %s: %v", p.Name, err)
+	}
+}
+
+// fixtureMessage is a termination message captured from a real etcd process
+// (internal/health/testdata/<minor>/<name>.log), cut the way the kubelet cuts it.
+func fixtureMessage(t *testing.T, minor, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "internal", "health", "testdata", minor, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return health.TerminationMessageTail(b)
 }
 
 // waitCondition waits until the member's condition has the given status and reason and, when

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
+	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/internal/operator"
 	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
 )
@@ -29,6 +31,15 @@ import (
 // imageRepository is what the controller under test is configured with, so tests can tell its
 // Pods from defaults.
 const imageRepository = "registry.example.test/etcd"
+
+// testGraces stand in for the minutes of behaviour.md §24, so that tests see the graces end.
+// No other test keeps a Pod running and not Ready, or terminating, so none is classified by
+// them by accident. The crash and start graces leave a test time to show two exits in a row
+// before a crash loop is declared.
+var testGraces = health.Graces{
+	MemberFailure: 6 * time.Second, MemberStart: 6 * time.Second, Pending: 3 * time.Second,
+	NodeLost: 3 * time.Second, Terminating: 3 * time.Second,
+}
 
 // One API server and one manager serve every test in this package; tests isolate themselves by
 // namespace.
@@ -77,7 +88,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	if err := etcdmember.SetupWithManager(mgr,
-		etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository)); err != nil {
+		etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository), etcdmember.WithGraces(testGraces)); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the EtcdMember controller:", err)
 		return 1
 	}

@@ -1,0 +1,206 @@
+package etcdmember
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/health"
+)
+
+// memberHealth classifies the member with the health classifier (behaviour.md §9): the one
+// source of the Healthy condition. recheck is how long until a running grace ends (zero for
+// none): no watch event marks that moment, so the pass requeues for it.
+func memberHealth(in statusInput, now time.Time) (c condition, recheck time.Duration) {
+	res := health.Classify(observe(in, now))
+	return condition{res.Status, res.Reason, res.Message}, res.RecheckAfter
+}
+
+// observe fills the classifier's Observation from what one pass saw: the member as fetched,
+// its own Pod, the Node that Pod runs on, and the parent's cluster ID. etcd's view is left
+// empty: this controller reads etcd's member list only to release its finalizer, and never
+// alarms or per-member Status, so the rows that need them (removed from the cluster, CORRUPT
+// alarm, unreachable) cannot fire here.
+func observe(in statusInput, now time.Time) health.Observation {
+	m := in.member
+	obs := health.Observation{
+		Now:            now,
+		Graces:         in.graces,
+		Minor:          health.Minor(runningVersion(m)),
+		ClusterID:      in.clusterID,
+		Memory:         m.Spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory,
+		Dormant:        m.Spec.Dormant,
+		RecordedPodUID: m.Status.PodUID,
+	}
+	if in.pod == nil {
+		return obs
+	}
+	templateCurrent := updatedCondition(in).status == metav1.ConditionTrue
+	obs.Pod = podObservation(in.pod, templateCurrent, wasReady(m, in.pod), in.node)
+	obs.FirstFailure = firstFailure(m, in.pod)
+	obs.Pod.Container.PreviousTermination = previousTermination(in.pod, m, obs.Minor, obs.ClusterID)
+	return obs
+}
+
+// runningVersion is the version whose termination messages the member prints: the one its own
+// endpoint last reported, or the one its Pod was built with before any report.
+func runningVersion(m *etcdv1alpha2.EtcdMember) string {
+	if m.Status.Version != "" {
+		return m.Status.Version
+	}
+	return m.Spec.Version
+}
+
+// podObservation is what the classifier needs of the member's Pod and its etcd container.
+func podObservation(pod *corev1.Pod, templateCurrent, wasReadyWithTemplate bool, node *health.Node) *health.Pod {
+	p := &health.Pod{UID: string(pod.UID), CreatedAt: pod.CreationTimestamp.Time, Phase: pod.Status.Phase,
+		Reason: pod.Status.Reason, Ready: podReady(pod), TemplateCurrent: templateCurrent,
+		WasReadyWithTemplate: wasReadyWithTemplate && templateCurrent, Node: node}
+	if p.Phase == "" {
+		p.Phase = corev1.PodPending
+	}
+	if pod.DeletionTimestamp != nil {
+		p.DeletionTimestamp = pod.DeletionTimestamp.Time
+	}
+	if c, ok := unschedulable(pod); ok {
+		p.Unschedulable, p.UnschedulableSince, p.SchedulingMessage = true, c.LastTransitionTime.Time, c.Message
+	}
+	if cs := etcdContainerStatus(pod); cs != nil {
+		p.Container = containerObservation(cs)
+	}
+	return p
+}
+
+// etcdContainerStatus returns the status of the Pod's etcd container, nil before the kubelet
+// reported one.
+func etcdContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == desired.ContainerName {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// containerObservation reads the container's state. The most recent termination is the
+// current state while the container is terminated, else the last state.
+func containerObservation(cs *corev1.ContainerStatus) health.Container {
+	c := health.Container{Running: cs.State.Running != nil, RestartCount: cs.RestartCount}
+	if cs.State.Waiting != nil {
+		c.WaitingReason = cs.State.Waiting.Reason
+	}
+	switch {
+	case cs.State.Terminated != nil:
+		c.LastTermination = termination(cs.State.Terminated)
+	case cs.LastTerminationState.Terminated != nil:
+		c.LastTermination = termination(cs.LastTerminationState.Terminated)
+	}
+	return c
+}
+
+func termination(t *corev1.ContainerStateTerminated) *health.Termination {
+	return &health.Termination{ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message}
+}
+
+// previousTermination is the termination before the most recent one, which a classified fatal
+// exit needs (two in a row). The API keeps it only while the container is terminated and not
+// yet restarted: state.terminated is then the latest exit and lastState.terminated the one
+// before. The kubelet moves the container on to waiting (CrashLoopBackOff) within seconds, so
+// the condition that recorded the pair is the memory after that: while the Healthy condition
+// of this same Pod (status.podUID) says the pattern the latest exit still matches, the pair
+// is taken as seen. A new Pod, or an exit that matches nothing or another pattern, starts
+// over.
+func previousTermination(pod *corev1.Pod, m *etcdv1alpha2.EtcdMember, minor, clusterID string) *health.Termination {
+	cs := etcdContainerStatus(pod)
+	if cs == nil {
+		return nil
+	}
+	if cs.State.Terminated != nil {
+		if cs.LastTerminationState.Terminated != nil {
+			return termination(cs.LastTerminationState.Terminated)
+		}
+		return nil
+	}
+	last := cs.LastTerminationState.Terminated
+	if last == nil || string(pod.UID) != m.Status.PodUID {
+		return nil
+	}
+	h := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionHealthy)
+	match := health.ClassifyTermination(minor, clusterID, last.Message)
+	if h == nil || h.Status != metav1.ConditionFalse || !match.Class.Replaceable() || h.Reason != string(match.Class) ||
+		!strings.Contains(h.Message, "(pattern "+match.Pattern+")") {
+		return nil
+	}
+	return termination(last)
+}
+
+// wasReady reports whether the member has been Ready with this Pod. The Pod does not record it,
+// so the member's own Ready condition does: Ready is True only while the member's current Pod
+// is Ready, so a Ready condition that turned False after this Pod started was True with it.
+// The condition is False from the start for a Pod that never became Ready, and for a learner
+// (learners are never Ready), so a learner's failure counts as a start failure, not a crash
+// loop.
+func wasReady(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
+	if podReady(pod) {
+		return true
+	}
+	r := readyConditionOf(m)
+	return r != nil && r.Status == metav1.ConditionFalse && pod.Status.StartTime != nil &&
+		r.LastTransitionTime.After(pod.Status.StartTime.Time)
+}
+
+// firstFailure is when the member started failing: the moment its Ready condition turned
+// False. Restart counts at that moment are not recorded anywhere, so only memberFailureGrace
+// (not the restart count) can make a crash loop.
+func firstFailure(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) health.Failure {
+	r := readyConditionOf(m)
+	if podReady(pod) || r == nil || r.Status != metav1.ConditionFalse {
+		return health.Failure{}
+	}
+	return health.Failure{At: r.LastTransitionTime.Time}
+}
+
+// podNode reads the Node the member's Pod is bound to, from the cache, only when the
+// classification needs it: a Pod stuck terminating may be on a lost Node. A Node that does not
+// exist is reported Gone; nil means it is not needed or not known.
+func (r *Reconciler) podNode(ctx context.Context, pod *corev1.Pod) (*health.Node, error) {
+	if pod == nil || pod.DeletionTimestamp.IsZero() || pod.Spec.NodeName == "" {
+		return nil, nil
+	}
+	n := &corev1.Node{}
+	switch err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, n); {
+	case apierrors.IsNotFound(err):
+		return &health.Node{Name: pod.Spec.NodeName, Gone: true}, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Node %s: %w", pod.Spec.NodeName, err)
+	}
+	return nodeObservation(n), nil
+}
+
+// nodeObservation is what the classifier needs of a Node.
+func nodeObservation(n *corev1.Node) *health.Node {
+	out := &health.Node{Name: n.Name}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Ready = c.Status == corev1.ConditionTrue
+			if !out.Ready {
+				out.NotReadySince = c.LastTransitionTime.Time
+			}
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnreachable {
+			out.Unreachable = true
+		}
+	}
+	return out
+}
