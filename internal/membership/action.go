@@ -57,6 +57,7 @@ const (
 	ReasonPromotingLearner         = "PromotingLearner"
 	ReasonScalingDown              = "ScalingDown"
 	ReasonResuming                 = "Resuming"
+	ReasonReplacingMember          = "ReplacingMember"
 	ReasonWaitingForHealthyMembers = "WaitingForHealthyMembers"
 	ReasonReconciled               = "Reconciled"
 	ReasonPaused                   = "Paused"
@@ -98,6 +99,9 @@ type Action struct {
 
 // RemovalReasonScaleDown is the removal-reason of a scale-down victim.
 const RemovalReasonScaleDown = "ScaleDown"
+
+// A replaced member's removal-reason is its Healthy reason (DataLost, DataCorrupt,
+// RemovedFromCluster): the annotation then says why the member went.
 
 // Mutates reports whether the action writes to etcd or Kubernetes.
 func (a Action) Mutates() bool {

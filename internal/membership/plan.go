@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
@@ -35,7 +36,9 @@ func next(s Scope) Action {
 		return Action{Kind: KindWait, Reason: progressReason(&s, ReasonScalingUp),
 			Message: "waiting for etcd to answer MemberList", RequeueAfter: MembershipPoll}
 	}
-	// Failure replacement (behaviour.md §9) goes here, before promotion, in a later milestone.
+	if a, ok := replace(&s); ok {
+		return a
+	}
 	if a, ok := promote(&s); ok {
 		return a
 	}
@@ -229,6 +232,33 @@ func bootstrap(s *Scope) Action {
 		Reason: ReasonBootstrapping, Message: fmt.Sprintf("seed %s formed the cluster", seed.Name)}
 }
 
+// replaceable are the Healthy reasons whose member cannot recover in place: its data is gone or
+// wrong, or etcd no longer counts it (behaviour.md §9). Crash loops, lost nodes and failed starts
+// are classified but not yet replaced.
+var replaceable = []string{health.ReasonDataLost, health.ReasonDataCorrupt, health.ReasonRemovedFromCluster}
+
+// replace removes one member whose data cannot serve again; scale-up then adds a fresh member in
+// its place. It is the scale-down removal (same annotation, same crash-safe steps, same quorum
+// gate) with the Healthy reason as removal-reason. One at a time: a member being removed holds
+// any other step until it is gone.
+func replace(s *Scope) (Action, bool) {
+	members := slices.Clone(s.Members)
+	slices.SortFunc(members, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
+	for _, m := range members {
+		if !m.Unhealthy || !slices.Contains(replaceable, m.HealthyReason) || m.RemovalReason != "" || m.Deleting || m.Dormant {
+			continue
+		}
+		e, inEtcd := s.EtcdMemberOf(m)
+		a := removeAction(s, m, e, inEtcd, m.HealthyReason)
+		if a.Kind == KindRemove {
+			a.Reason = ReasonReplacingMember
+			a.Message = fmt.Sprintf("replacing %s (%s): %s", m.Name, m.HealthyReason, m.HealthyMessage)
+		}
+		return a, true
+	}
+	return Action{}, false
+}
+
 // promote promotes a learner that has an EtcdMember, or waits for it to start.
 func promote(s *Scope) (Action, bool) {
 	for _, e := range s.Learners() {
@@ -308,6 +338,9 @@ func scaleDown(s *Scope, running []Member) (Action, bool) {
 func removeAction(s *Scope, m Member, e etcdclient.Member, inEtcd bool, reason string) Action {
 	a := Action{Kind: KindRemove, Member: m.Name, InEtcd: inEtcd, RemovalReason: reason, Reason: ReasonScalingDown,
 		Message: fmt.Sprintf("removing %s", m.Name)}
+	if reason != RemovalReasonScaleDown {
+		a.Reason, a.Message = ReasonReplacingMember, fmt.Sprintf("replacing %s (%s)", m.Name, reason)
+	}
 	if !inEtcd {
 		return a
 	}

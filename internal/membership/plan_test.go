@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
@@ -357,5 +358,57 @@ func TestWaitForPodNamesTheCause(t *testing.T) {
 	got := Next(Scope{Target: 3, Members: []Member{seed}})
 	if got.Kind != KindWait || got.Message != "waiting for the Pod of seed s to run: "+seed.NotReadyMessage {
 		t.Errorf("Next = %+v, want a wait quoting the member's Ready message", got)
+	}
+}
+
+// TestReplaceMemberWhoseDataCannotServe: a member whose data is gone or wrong is removed
+// through the quorum gate, one at a time, and only for the reasons that cannot heal in place.
+func TestReplaceMemberWhoseDataCannotServe(t *testing.T) {
+	t.Parallel()
+	lost := func(s Scope, name, reason string) Scope {
+		for i := range s.Members {
+			if s.Members[i].Name == name {
+				s.Members[i].Unhealthy, s.Members[i].HealthyReason, s.Members[i].HealthyMessage = true, reason, "the data is gone"
+				s.Members[i].PodRunning, s.Members[i].PodReady, s.Members[i].Ready = false, false, false
+			}
+		}
+		return s
+	}
+	got := Next(lost(steady3(), "b", health.ReasonDataLost))
+	if got.Kind != KindRemove || got.Member != "b" || got.RemovalReason != health.ReasonDataLost || got.Reason != ReasonReplacingMember || got.MemberID != 2 {
+		t.Errorf("b DataLost: Next = %+v, want the quorum-gated removal of b for replacement", got)
+	}
+	for _, reason := range []string{health.ReasonCrashLoop, health.ReasonNodeLost, health.ReasonStartFailed, health.ReasonUnschedulable} {
+		if got := Next(lost(steady3(), "b", reason)); got.Kind == KindRemove {
+			t.Errorf("b %s: Next = %+v, want no replacement yet", reason, got)
+		}
+	}
+	// Two of three lost: no quorum, so nothing destructive happens.
+	s := lost(lost(steady3(), "b", health.ReasonDataLost), "c", health.ReasonDataLost)
+	delete(s.Etcd.Statuses, 2)
+	delete(s.Etcd.Statuses, 3)
+	if got := Next(s); got.Kind != KindBlocked {
+		t.Errorf("b and c DataLost: Next = %+v, want Blocked by the quorum gate", got)
+	}
+	// The removal in flight (after a crash) keeps saying ReplacingMember, and the replacement
+	// member is added only once the old one is gone.
+	s = lost(steady3(), "b", health.ReasonDataLost)
+	s.Members[1].RemovalReason = health.ReasonDataLost
+	if got := Next(s); got.Kind != KindRemove || got.Reason != ReasonReplacingMember {
+		t.Errorf("replacement in flight: Next = %+v, want the removal finished as ReplacingMember", got)
+	}
+	s.Members[1].Deleting = true
+	s.Etcd.Members = s.Etcd.Members[:1:1]
+	s.Etcd.Members = append(s.Etcd.Members, voter(3, "c"))
+	if got := Next(s); got.Kind == KindCreateMember {
+		t.Errorf("old member still being deleted: Next = %+v, want a wait, not a new member", got)
+	}
+	s.Members = []Member{s.Members[0], s.Members[2]}
+	if got := Next(s); got.Kind != KindDeletePVC || got.PVC != "data-b" {
+		t.Errorf("old member gone: Next = %+v, want its PVC deleted first", got)
+	}
+	s.PVCs = []PVC{s.PVCs[0], s.PVCs[2]}
+	if got := Next(s); got.Kind != KindCreateMember {
+		t.Errorf("old member gone: Next = %+v, want the replacement member created", got)
 	}
 }
