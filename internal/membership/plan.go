@@ -251,8 +251,7 @@ func replace(s *Scope) (Action, bool) {
 		e, inEtcd := s.EtcdMemberOf(m)
 		a := removeAction(s, m, e, inEtcd, m.HealthyReason)
 		if a.Kind == KindRemove {
-			a.Reason = ReasonReplacingMember
-			a.Message = fmt.Sprintf("replacing %s (%s): %s", m.Name, m.HealthyReason, m.HealthyMessage)
+			a.Message += ": " + m.HealthyMessage
 		}
 		return a, true
 	}

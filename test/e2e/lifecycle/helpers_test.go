@@ -338,16 +338,25 @@ type membershipObserver struct {
 
 func observeMembership(f *framework.Test, name string) *membershipObserver {
 	o := &membershipObserver{clusterIDs: map[string]bool{}}
+	o.stop = sampleEvery(f, observeInterval, func(ctx context.Context) {
+		if ml, pods, err := memberListAndPods(ctx, f, name); err == nil {
+			o.add(ml, pods)
+		}
+	})
+	return o
+}
+
+// sampleEvery calls sample at once and then every interval until the returned stop is called
+// (or the test ends); stop waits for the sample in flight.
+func sampleEvery(f *framework.Test, interval time.Duration, sample func(context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(f.Ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(observeInterval)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			if ml, pods, err := memberListAndPods(ctx, f, name); err == nil {
-				o.add(ml, pods)
-			}
+			sample(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -356,9 +365,9 @@ func observeMembership(f *framework.Test, name string) *membershipObserver {
 		}
 	}()
 	var once sync.Once
-	o.stop = func() { once.Do(func() { cancel(); <-done }) }
-	f.T.Cleanup(o.stop)
-	return o
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	f.T.Cleanup(stop)
+	return stop
 }
 
 func (o *membershipObserver) add(ml *clientv3.MemberListResponse, pods []corev1.Pod) {

@@ -189,6 +189,8 @@ type statusObserver struct {
 	samples    int
 	violations []string
 	stop       func()
+	// pdbMissingSince is since when voters have existed without a PDB (sampling goroutine only).
+	pdbMissingSince time.Time
 }
 
 const (
@@ -200,42 +202,25 @@ const (
 
 func observeStatus(f *framework.Test, name string) *statusObserver {
 	o := &statusObserver{}
-	ctx, cancel := context.WithCancel(f.Ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var pdbMissingSince time.Time
-		t := time.NewTicker(statusObserveInterval)
-		defer t.Stop()
-		for {
-			pdbMissingSince = o.sample(ctx, f, name, pdbMissingSince)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	var once sync.Once
-	o.stop = func() { once.Do(func() { cancel(); <-done }) }
-	f.T.Cleanup(o.stop)
+	o.stop = sampleEvery(f, statusObserveInterval, func(ctx context.Context) { o.sample(ctx, f, name) })
 	return o
 }
 
 // sample reads the cluster, then its voter Pods, then its PDB, and records what breaks an
-// invariant. It returns since when a PDB has been missing while voters exist.
-func (o *statusObserver) sample(ctx context.Context, f *framework.Test, name string, pdbMissingSince time.Time) time.Time {
+// invariant.
+func (o *statusObserver) sample(ctx context.Context, f *framework.Test, name string) {
 	ec, err := getCluster(ctx, f, name)
 	if err != nil || ec.Status.Observed == nil {
-		return time.Time{}
+		o.pdbMissingSince = time.Time{}
+		return
 	}
 	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: voterSelector(name)})
 	if err != nil {
-		return pdbMissingSince
+		return
 	}
 	pdb, pdbErr := f.Kube.PolicyV1().PodDisruptionBudgets(f.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if pdbErr != nil && !apierrors.IsNotFound(pdbErr) {
-		return pdbMissingSince
+		return
 	}
 	target := int(ec.Status.Observed.Replicas)
 	ready := 0
@@ -254,15 +239,15 @@ func (o *statusObserver) sample(ctx context.Context, f *framework.Test, name str
 	now := time.Now()
 	switch {
 	case len(pods.Items) == 0 || target == 0:
-		pdbMissingSince = time.Time{}
+		o.pdbMissingSince = time.Time{}
 	case apierrors.IsNotFound(pdbErr):
-		if pdbMissingSince.IsZero() {
-			pdbMissingSince = now
-		} else if now.Sub(pdbMissingSince) > pdbLagAllowed {
-			bad = append(bad, fmt.Sprintf("no PDB for %s while %d voter Pods exist", now.Sub(pdbMissingSince).Round(time.Millisecond), len(pods.Items)))
+		if o.pdbMissingSince.IsZero() {
+			o.pdbMissingSince = now
+		} else if now.Sub(o.pdbMissingSince) > pdbLagAllowed {
+			bad = append(bad, fmt.Sprintf("no PDB for %s while %d voter Pods exist", now.Sub(o.pdbMissingSince).Round(time.Millisecond), len(pods.Items)))
 		}
 	default:
-		pdbMissingSince = time.Time{}
+		o.pdbMissingSince = time.Time{}
 		if min := pdb.Spec.MinAvailable; min == nil || min.IntValue() < q {
 			bad = append(bad, fmt.Sprintf("PDB minAvailable %v below a quorum (%d) of target %d", min, q, target))
 		}
@@ -275,7 +260,6 @@ func (o *statusObserver) sample(ctx context.Context, f *framework.Test, name str
 		}
 	}
 	o.mu.Unlock()
-	return pdbMissingSince
 }
 
 // check stops the observer and fails the test on any recorded violation.
