@@ -1,0 +1,1063 @@
+//go:build e2e
+
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// Heal scenarios (issue #5): a member fails in one of the ways behaviour.md §9 and §10 list,
+// under write traffic, and the cluster must heal to 3 voters with the same cluster ID, equal
+// HashKV on every member and no acknowledged write lost. Each records its heal time (fault →
+// converged with every voter again) in the timing report; the figures are published next to
+// the §24 targets, never asserted.
+
+// Timeouts of the heal waits. They bound how long a stuck operator can hold a test.
+const (
+	// healTimeout bounds fault → converged for the faults the operator acts on at once
+	// (classified exits, lost Memory Pods, Pods coming back).
+	healTimeout = 4 * time.Minute
+	// crashLoopTimeout bounds a crash loop to its replacement: 3 restarts take about 30 s of
+	// kubelet back-off (10 s, 20 s), memberFailureGrace is 3 minutes.
+	crashLoopTimeout = 6 * time.Minute
+	// nodeLostTimeout bounds a stopped node to the replacement of its member: NotReady after
+	// ~20 s, the Pod marked for deletion after its toleration, its 30 s termination grace, the
+	// operator's terminating grace, then a replacement.
+	nodeLostTimeout = 8 * time.Minute
+	// podGoneTimeout bounds a deleted member Pod's termination (etcd exits on SIGTERM at once).
+	podGoneTimeout = time.Minute
+)
+
+// quorumLossHold is how long TestQuorumLossKeepsData keeps 2 of 3 members down. The operator
+// reacts to a lost Pod in the pass the Pod's deletion triggers; a hold of several seconds lets
+// every pass that event causes, and the retries of the refused Pod creates, run in the
+// quorum-lost state, where any destructive step would show. Time-based rules (graces of a
+// minute or more) are not exercised by it.
+const quorumLossHold = 15 * time.Second
+
+// envFeatures lists operator features that some scenarios need and that are being built on
+// other branches; those scenarios skip until it names their feature (comma-separated, or
+// "all"). The lead enables them once the feature is merged.
+const envFeatures = "E2E_FEATURES"
+
+// Gated features.
+const (
+	// featureReadoption: EtcdMembers recreated from orphan PVCs (behaviour.md §10).
+	featureReadoption = "readoption"
+	// featureCrashLoopReplacement: Healthy=False/CrashLoop from ≥ 3 restarts in 10 minutes, and
+	// its replacement (behaviour.md §9).
+	featureCrashLoopReplacement = "crashloop-replacement"
+	// featureGraceFlags: --terminating-grace, --node-lost-grace and --member-failure-grace.
+	featureGraceFlags = "grace-flags"
+	// featureNodeLostReplacement: replacement of Healthy=False/NodeLost members.
+	featureNodeLostReplacement = "nodelost-replacement"
+)
+
+// requireFeatures skips the test unless E2E_FEATURES names every feature.
+func requireFeatures(f *framework.Test, features ...string) {
+	f.T.Helper()
+	enabled := strings.Split(os.Getenv(envFeatures), ",")
+	for _, feature := range features {
+		if !slices.Contains(enabled, feature) && !slices.Contains(enabled, "all") {
+			f.T.Skipf("needs operator feature %q, not merged yet: set %s=%s once it is", feature, envFeatures, strings.Join(features, ","))
+		}
+	}
+}
+
+// TestMemoryMemberReplaced loses two members of a 3-member Memory cluster under write traffic,
+// one after the other: the first member's Pod is deleted, then (once healed) another member's
+// Pod is evicted through the Eviction API, as a drain would. A Memory member's data goes with
+// its Pod, so the operator must not start it again empty: each member turns
+// Healthy=False/DataLost, is annotated removal-reason=DataLost, removed from etcd and replaced
+// by a new member. After each loss: converged at 3, the lost member gone from Kubernetes and
+// etcd. At the end: the same cluster ID, HashKV equal, the membership observer (at most one
+// learner, no duplicate, cluster ID constant), a linearizable history with 0 acknowledged
+// writes lost. memory-pod-lost-heal (the key the issue #5 target, ≤ 6 s, is tracked under) and
+// memory-pod-evicted-heal record fault → converged.
+func TestMemoryMemberReplaced(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t, framework.Smoke)
+	requireOperator(f)
+	const name = "memlost"
+	ec := newCluster(f, name, 3)
+	ec.Spec.Storage.Medium = etcdv1alpha2.StorageMediumMemory
+	createCluster(f, ec)
+	ec = waitConverged(f, name, 3, bootstrapTimeout)
+	clusterID := ec.Status.ClusterID
+	before := checkMembership(f, ec, 3)
+	load := startLoad(f, name)
+	obs := observeMembership(f, name)
+	hist := watchHistory(f, name)
+
+	deleted := pickMember(f, name, pickAny)
+	start := time.Now()
+	if err := f.DeletePod(f.Ctx, f.Namespace, deleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitReplaced(f, name, deleted, healTimeout)
+	f.Record("memory-pod-lost-heal", since(start), "Memory member's Pod deleted → replaced, converged with 3 voters, under write traffic (issue #5 target ≤ 6 s)")
+	hist.requireHealthy(f, deleted, metav1.ConditionFalse, health.ReasonDataLost)
+	hist.requireRemovalReason(f, deleted, health.ReasonDataLost)
+
+	// Another of the original members: the new one would also do, but an original one has
+	// served the whole history.
+	evicted := sortedKeys(before)[0]
+	if evicted == deleted {
+		evicted = sortedKeys(before)[1]
+	}
+	start = evictWhenAllowed(f, evicted)
+	waitReplaced(f, name, evicted, healTimeout)
+	f.Record("memory-pod-evicted-heal", since(start), "Memory member's Pod evicted (Eviction API) → replaced, converged with 3 voters, under write traffic")
+	hist.requireHealthy(f, evicted, metav1.ConditionFalse, health.ReasonDataLost)
+	hist.requireRemovalReason(f, evicted, health.ReasonDataLost)
+
+	obs.check(f, clusterID)
+	hist.stop()
+	hist.log(f, deleted, evicted)
+	after := requireHealed(f, name, 3, clusterID)
+	for _, lost := range []string{deleted, evicted} {
+		requireLeft(f, lost, before[lost], after)
+	}
+	load.verify(f, "Memory members lost (Pod deleted, then another evicted) and replaced")
+}
+
+// TestPVCMemberDataDirWiped empties the data directory of one member of a 3-member PVC cluster
+// under write traffic and kills its etcd, which restarts on the empty directory: etcd exits at
+// once each time (its raft log is gone while the leader expects it: "tocommit(N) is out of
+// range", behaviour.md §9), and after two identical terminations the member is
+// Healthy=False/DataLost and replaced (a new member with a new PVC). It also checks what status
+// shows while the member is down (issue #5 acceptance): the EtcdCluster with readyMembers 2 and
+// Degraded=True naming the member, the EtcdMember with Healthy=False/DataLost. Records
+// pvc-wiped-heal (kill → converged; target ≤ 60 s for "classified → replacement started").
+func TestPVCMemberDataDirWiped(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t, framework.Smoke)
+	damage := f.RequireDataDirFaults()
+	dataDirFault(f, "wiped", health.ReasonDataLost, "pvc-wiped-heal",
+		"PVC member's data dir wiped, etcd killed → DataLost after two identical exits → replaced, converged with 3 voters (target ≤ 60 s)",
+		damage.WipeDataDir)
+}
+
+// TestPVCMemberDataDirCorrupted is TestPVCMemberDataDirWiped with the member's bbolt database
+// overwritten instead (both meta pages): etcd refuses to open it on every start ("invalid
+// database"), the member is Healthy=False/DataCorrupt after two identical exits and replaced.
+// Records pvc-corrupt-heal. Not smoke: it runs the same replacement path as the wiped data dir.
+func TestPVCMemberDataDirCorrupted(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t)
+	damage := f.RequireDataDirFaults()
+	dataDirFault(f, "corrupt", health.ReasonDataCorrupt, "pvc-corrupt-heal",
+		"PVC member's bbolt db corrupted, etcd killed → DataCorrupt after two identical exits → replaced, converged with 3 voters (target ≤ 60 s)",
+		damage.CorruptDataDir)
+}
+
+// dataDirFault runs a data-dir scenario: a 3-member PVC cluster under traffic; one member's etcd
+// is frozen (SIGSTOP, so that it cannot rewrite what is damaged), its data dir damaged, and the
+// process killed; the member must be classified reason, replaced and the cluster converged.
+func dataDirFault(f *framework.Test, name, reason, measure, note string, damage func(ctx context.Context, namespace, pod, mountPath string) error) {
+	t := f.T
+	requireOperator(f)
+	signals := f.RequireContainerSignals()
+	containers := f.RequireContainerFaults()
+	createCluster(f, newCluster(f, name, 3))
+	ec := waitConverged(f, name, 3, bootstrapTimeout)
+	clusterID := ec.Status.ClusterID
+	before := checkMembership(f, ec, 3)
+	load := startLoad(f, name)
+	obs := observeMembership(f, name)
+	hist := watchHistory(f, name)
+	// Neither the seed nor the leader: both rejoin silently on an empty data dir instead of
+	// exiting (etcd re-founds the seed's one-member cluster from its --initial-cluster-state=new,
+	// and a new leader starts a wiped former leader's log from index 0), so the exits this
+	// scenario is about would not happen. See docs/e2e-lifecycle.md, finding 4.
+	victim := pickMember(f, name, pickFollower)
+
+	start := time.Now()
+	if err := signals.SignalContainer(f.Ctx, f.Namespace, victim, desired.ContainerName, "SIGSTOP"); err != nil {
+		t.Fatal(err)
+	}
+	if err := damage(f.Ctx, f.Namespace, victim, desired.DataMountPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := containers.KillContainer(f.Ctx, f.Namespace, victim, desired.ContainerName); err != nil {
+		t.Fatal(err)
+	}
+	waitReplaced(f, name, victim, healTimeout)
+	f.Record(measure, since(start), note)
+
+	hist.requireHealthy(f, victim, metav1.ConditionFalse, reason)
+	hist.requireRemovalReason(f, victim, reason)
+	hist.requireCluster(f, "readyMembers 2 and Degraded=True naming "+victim, func(s clusterSeen) bool {
+		d := meta.FindStatusCondition(s.conditions, etcdv1alpha2.ConditionDegraded)
+		return s.readyMembers == 2 && d != nil && d.Status == metav1.ConditionTrue && strings.Contains(d.Message, victim)
+	})
+	obs.check(f, clusterID)
+	hist.stop()
+	hist.log(f, victim)
+	after := requireHealed(f, name, 3, clusterID)
+	requireLeft(f, victim, before[victim], after)
+	load.verify(f, "PVC member's data dir "+name+" and the member replaced")
+}
+
+// TestQuorumLossKeepsData takes 2 of the 3 members of a PVC cluster down under write traffic
+// (their Pods deleted, and kept from coming back for quorumLossHold by a ResourceQuota that
+// lets the API server refuse new Pods in the namespace) and checks behaviour.md §10's "quorum
+// lost, data intact" row: while they are down the EtcdCluster says Available=False/QuorumLost
+// and Degraded=True/QuorumLost, and nothing destructive happens (no EtcdMember deleted or
+// annotated removal-reason, no PVC deleted, etcd's membership unchanged, as the watches and the
+// surviving member report it). Once Pods may be created again: converged with the same member
+// names and IDs, the same PVCs, the same cluster ID, HashKV equal, no acknowledged write lost.
+// Records quorum-lost-reported (Pods deleted → QuorumLost) and quorum-lost-heal (quota lifted →
+// converged).
+func TestQuorumLossKeepsData(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t, framework.Smoke)
+	requireOperator(f)
+	const name = "qlost"
+	createCluster(f, newCluster(f, name, 3))
+	ec := waitConverged(f, name, 3, bootstrapTimeout)
+	clusterID := ec.Status.ClusterID
+	before := checkMembership(f, ec, 3)
+	membersBefore, pvcsBefore := memberUIDs(f, name), pvcUIDs(f, name)
+	load := startLoad(f, name)
+	obs := observeMembership(f, name)
+	hist := watchHistory(f, name)
+	lift := holdPodCreates(f)
+
+	survivor := pickMember(f, name, pickAny)
+	var down []string
+	for m := range before {
+		if m != survivor {
+			down = append(down, m)
+		}
+	}
+	slices.Sort(down)
+	start := time.Now()
+	for _, m := range down {
+		pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Ctx, m, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.DeletePod(f.Ctx, f.Namespace, m, nil); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := f.WaitForPodGone(f.Ctx, f.Namespace, m, pod.UID, podGoneTimeout); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	ec = waitCondition(f, name, etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, "QuorumLost", healTimeout)
+	f.Record("quorum-lost-reported", since(start), "2 of 3 PVC members' Pods deleted → Available=False/QuorumLost")
+	if !condIs(ec.Status.Conditions, etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, "QuorumLost") {
+		t.Errorf("with quorum lost: %s, want Degraded=True/QuorumLost", clusterState(ec))
+	}
+	holdQuorumLost(f, name, survivor, down, before)
+
+	lifted := time.Now()
+	lift()
+	waitConverged(f, name, 3, healTimeout)
+	f.Record("quorum-lost-heal", since(lifted), "Pods may be created again → converged with the same 3 members (includes the operator's retry back-off for the refused creates)")
+	f.Record("quorum-lost-outage", since(start), fmt.Sprintf("2 of 3 Pods deleted → converged, %s of it held down", quorumLossHold))
+	obs.check(f, clusterID)
+	hist.stop()
+	hist.log(f, down...)
+	if d := hist.destructive(); len(d) > 0 {
+		t.Errorf("destructive changes while quorum was lost with the data intact (behaviour.md §10: none): %v", d)
+	}
+	after := requireHealed(f, name, 3, clusterID)
+	if !maps.Equal(before, after) {
+		t.Errorf("members after the outage %v, before %v: want the same names and IDs", after, before)
+	}
+	if got := memberUIDs(f, name); !maps.Equal(got, membersBefore) {
+		t.Errorf("EtcdMembers after the outage %v, before %v: want the same objects", got, membersBefore)
+	}
+	if got := pvcUIDs(f, name); !maps.Equal(got, pvcsBefore) {
+		t.Errorf("PVCs after the outage %v, before %v: want the same claims", got, pvcsBefore)
+	}
+	load.verify(f, "2 of 3 members down (quorum lost, data intact), then back")
+}
+
+// holdQuorumLost watches the cluster for quorumLossHold while the down members' Pods stay
+// refused, and fails at once if a down member got a Pod (the hold did not hold), the cluster
+// stopped saying Available=False/QuorumLost, or the survivor's member list changed.
+func holdQuorumLost(f *framework.Test, name, survivor string, down []string, before map[string]string) {
+	f.T.Helper()
+	start := time.Now()
+	samples := 0
+	err := f.Poll(fmt.Sprintf("%s of quorum loss", quorumLossHold), quorumLossHold+time.Minute, func(ctx context.Context) (bool, string, error) {
+		for _, m := range down {
+			if _, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, m, metav1.GetOptions{}); err == nil {
+				return false, "", fmt.Errorf("member %s has a Pod again during the hold: the ResourceQuota did not keep it down", m)
+			}
+		}
+		ec, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if !condIs(ec.Status.Conditions, etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, "QuorumLost") {
+			return false, "", fmt.Errorf("with 2 of 3 members down: %s, want Available=False/QuorumLost throughout", clusterState(ec))
+		}
+		if err := sameMembership(ctx, f, survivor, before); err != nil {
+			return false, "", err
+		}
+		samples++
+		return time.Since(start) >= quorumLossHold, fmt.Sprintf("%d samples", samples), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// sameMembership asks the member's own etcd (serializable: it has no quorum) for the member
+// list and compares it with want (names → IDs).
+func sameMembership(ctx context.Context, f *framework.Test, member string, want map[string]string) error {
+	pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, member, metav1.GetOptions{})
+	if err != nil || pod.Status.PodIP == "" {
+		return nil // a transient read; the next sample decides
+	}
+	ml, err := memberListAt(ctx, "http://"+pod.Status.PodIP+":2379")
+	if err != nil {
+		return nil
+	}
+	got := map[string]string{}
+	for _, m := range ml.Members {
+		got[peerName(firstOr(m.PeerURLs))] = hexID(m.ID)
+	}
+	if !maps.Equal(got, want) {
+		return fmt.Errorf("etcd's member list at %s is %v, was %v: membership changed while quorum was lost", member, got, want)
+	}
+	return nil
+}
+
+// holdPodCreates makes the API server refuse new Pods in the test namespace: a ResourceQuota of
+// one Pod while the cluster runs three. Pods the test deletes then stay down however fast the
+// operator recreates them, for as long as the test needs to look. It returns the function that
+// lifts the quota (a cleanup also does).
+func holdPodCreates(f *framework.Test) (lift func()) {
+	f.T.Helper()
+	quotas := f.Kube.CoreV1().ResourceQuotas(f.Namespace)
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "hold-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
+	}
+	if _, err := quotas.Create(f.Ctx, q, metav1.CreateOptions{}); err != nil {
+		f.T.Fatalf("creating ResourceQuota: %v", err)
+	}
+	lift = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), namespaceCallTimeout)
+		defer cancel()
+		if err := quotas.Delete(ctx, q.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			f.T.Errorf("deleting ResourceQuota: %v", err)
+		}
+	}
+	f.T.Cleanup(lift)
+	// Until the quota controller has counted the Pods, admission cannot enforce the quota.
+	err := f.Poll("ResourceQuota hold-pods counted", time.Minute, func(ctx context.Context) (bool, string, error) {
+		got, err := quotas.Get(ctx, q.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		used, ok := got.Status.Used[corev1.ResourcePods]
+		return ok && used.Value() >= 3, fmt.Sprintf("status %+v", got.Status), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return lift
+}
+
+// namespaceCallTimeout bounds single API calls made from cleanups.
+const namespaceCallTimeout = 30 * time.Second
+
+// TestOperatorDownWhileMemoryMemberLost stops the operator (scaled to 0), then deletes a Memory
+// member's Pod under write traffic: the cluster must stay writable with 2 of 3 members and no
+// operator (acknowledged writes continue), nothing replaces the member meanwhile, and once the
+// operator is back it replaces the member and the cluster converges (same cluster ID, HashKV
+// equal, 0 acknowledged writes lost). Records heal-after-operator-return (operator scaled back
+// → converged) and operator-return (scaled back → Deployment available).
+//
+// Not parallel: it stops the one operator every other scenario depends on.
+func TestOperatorDownWhileMemoryMemberLost(t *testing.T) {
+	f := framework.NewTest(t, framework.Smoke, framework.Disruptive)
+	requireOperator(f)
+	const name = "opdown"
+	ec := newCluster(f, name, 3)
+	ec.Spec.Storage.Medium = etcdv1alpha2.StorageMediumMemory
+	createCluster(f, ec)
+	ec = waitConverged(f, name, 3, bootstrapTimeout)
+	clusterID := ec.Status.ClusterID
+	before := checkMembership(f, ec, 3)
+	load := startLoad(f, name)
+	hist := watchHistory(f, name)
+
+	restore := f.StopOperator()
+	lost := pickMember(f, name, pickAny)
+	pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Ctx, lost, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.DeletePod(f.Ctx, f.Namespace, lost, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WaitForPodGone(f.Ctx, f.Namespace, lost, pod.UID, podGoneTimeout); err != nil {
+		t.Fatal(err)
+	}
+	// Writable without the operator: a quorum of 2 serves.
+	waitAcked(f, load.gen, load.acked()+50)
+	members, err := listMembers(f.Ctx, f, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(members, func(m etcdv1alpha2.EtcdMember) bool { return m.Name == lost }) {
+		t.Errorf("EtcdMember %s is gone while the operator is stopped: something else acted", lost)
+	}
+
+	returned := time.Now()
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	f.Record("operator-return", since(returned), "operator scaled 0 → 1 → Deployment available")
+	waitReplaced(f, name, lost, healTimeout)
+	f.Record("heal-after-operator-return", since(returned), "operator scaled back while a Memory member was lost → replaced, converged with 3 voters")
+	hist.requireHealthy(f, lost, metav1.ConditionFalse, health.ReasonDataLost)
+	hist.requireRemovalReason(f, lost, health.ReasonDataLost)
+	hist.stop()
+	hist.log(f, lost)
+	after := requireHealed(f, name, 3, clusterID)
+	requireLeft(f, lost, before[lost], after)
+	load.verify(f, "Memory member lost while the operator was stopped, replaced after it returned")
+}
+
+// TestEtcdMemberDeletionHeld runs `kubectl delete etcdmember --all` (the suite's kubectl) on a
+// 3-member PVC cluster under write traffic. Nobody in the operator initiated those deletions,
+// so behaviour.md §10 holds every one with the finalizer: every EtcdMember stays (being
+// deleted), the cluster says Degraded=True/MemberDeletionBlocked naming all three, and nothing
+// else changes: the same Pods, PVCs, member IDs and cluster ID, etcd keeps serving (writes are
+// acknowledged after the deletion), HashKV equal, no acknowledged write lost; status keeps
+// saying the cluster serves (Available=True, readyMembers 3). Records delete-all-members-held
+// (delete → Degraded=True/MemberDeletionBlocked). What happens when the finalizers are then
+// stripped is TestEtcdMembersReadopted.
+func TestEtcdMemberDeletionHeld(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t, framework.Smoke)
+	requireOperator(f)
+	const name = "delall"
+	clusterID, before := deleteAllMembersHeld(f, name)
+	// The traffic proves that the cluster serves: its first 50 writes must be acknowledged.
+	load := startLoad(f, name)
+	ec, err := getCluster(f.Ctx, f, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The members are still voters and Ready: a held deletion changes nothing about serving.
+	if !condIs(ec.Status.Conditions, etcdv1alpha2.ConditionAvailable, metav1.ConditionTrue, "") || ec.Status.ReadyMembers != 3 {
+		t.Errorf("with every EtcdMember's deletion held and etcd serving: %s; want Available=True and readyMembers 3 (behaviour.md §22: 3 Ready voters)", clusterState(ec))
+	}
+	ids := checkMembership(f, ec, 3)
+	if !maps.Equal(ids, before) {
+		t.Errorf("members %v with the deletions held, before %v", ids, before)
+	}
+	if ec.Status.ClusterID != clusterID {
+		t.Errorf("cluster ID %s with the deletions held, was %s", ec.Status.ClusterID, clusterID)
+	}
+	c, eps := f.DialMembers(voterSelector(name), nil)
+	t.Logf("HashKV: %s", f.RequireHashKVEqual(c, eps, time.Minute))
+	load.verify(f, "every EtcdMember's deletion held by the finalizer")
+}
+
+// deleteAllMembersHeld creates a converged 3-member PVC cluster, runs `kubectl delete etcdmember
+// --all` in the namespace and checks that every deletion is held: each EtcdMember still exists,
+// being deleted, with the operator's finalizer; Degraded=True/MemberDeletionBlocked names them
+// all; the Pods and PVCs are the same objects as before. It returns the cluster ID and the
+// member IDs by name.
+func deleteAllMembersHeld(f *framework.Test, name string) (string, map[string]string) {
+	t := f.T
+	requireOperator(f)
+	createCluster(f, newCluster(f, name, 3))
+	ec := waitConverged(f, name, 3, bootstrapTimeout)
+	before := checkMembership(f, ec, 3)
+	pods, pvcs := podUIDs(f, name), pvcUIDs(f, name)
+	kubectl := kubectlPath(f)
+	start := time.Now()
+	out, err := exec.CommandContext(f.Ctx, kubectl, "--kubeconfig", f.Kubeconfig, "-n", f.Namespace,
+		"delete", "etcdmember", "--all", "--wait=false").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl delete etcdmember --all: %v: %s", err, out)
+	}
+	t.Logf("kubectl delete etcdmember --all: %s", strings.TrimSpace(string(out)))
+	names := sortedKeys(before)
+	err = f.Poll("every deletion held, Degraded=True/MemberDeletionBlocked", healTimeout, func(ctx context.Context) (bool, string, error) {
+		ms, err := listMembers(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		held := 0
+		for _, m := range ms {
+			if m.DeletionTimestamp != nil && slices.Contains(m.Finalizers, etcdv1alpha2.FinalizerMemberCleanup) {
+				held++
+			}
+		}
+		got, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		d := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha2.ConditionDegraded)
+		named := d != nil && d.Status == metav1.ConditionTrue && d.Reason == "MemberDeletionBlocked" && containsAll(d.Message, names)
+		return len(ms) == 3 && held == 3 && named, fmt.Sprintf("%d EtcdMembers, %d held; %s", len(ms), held, clusterState(got)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Record("delete-all-members-held", since(start), "kubectl delete etcdmember --all → every deletion held, Degraded=True/MemberDeletionBlocked")
+	if got := podUIDs(f, name); !maps.Equal(got, pods) {
+		t.Errorf("member Pods %v after the held deletions, before %v: want them untouched", got, pods)
+	}
+	if got := pvcUIDs(f, name); !maps.Equal(got, pvcs) {
+		t.Errorf("PVCs %v after the held deletions, before %v: want them untouched", got, pvcs)
+	}
+	return ec.Status.ClusterID, before
+}
+
+// TestEtcdMembersReadopted continues TestEtcdMemberDeletionHeld: the held deletions are let go
+// by stripping the finalizers, so every EtcdMember disappears (and the garbage collector takes
+// their Pods) while their PVCs remain. behaviour.md §10: the operator re-adopts every orphan PVC
+// under its old member name, and the cluster comes back with the same member IDs, the same
+// cluster ID and its data (traffic: 0 acknowledged writes lost; HashKV equal). Records
+// readoption-heal (finalizers stripped → converged).
+//
+// Gated on the re-adoption feature (E2E_FEATURES=readoption), built on another branch.
+func TestEtcdMembersReadopted(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t, framework.Disruptive)
+	requireFeatures(f, featureReadoption)
+	const name = "readopt"
+	clusterID, before := deleteAllMembersHeld(f, name)
+	oldUIDs := memberUIDs(f, name)
+	pvcs := pvcUIDs(f, name)
+	load := startLoad(f, name)
+	start := time.Now()
+	for m := range before {
+		em := &etcdv1alpha2.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: f.Namespace}}
+		if err := kc(f).Patch(f.Ctx, em, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("stripping the finalizer of %s: %v", m, err)
+		}
+	}
+	err := f.Poll("every EtcdMember re-adopted under its old name", healTimeout, func(ctx context.Context) (bool, string, error) {
+		ms, err := listMembers(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var state []string
+		readopted := 0
+		for _, m := range ms {
+			if _, ok := before[m.Name]; ok && string(m.UID) != oldUIDs[m.Name] && m.DeletionTimestamp == nil {
+				readopted++
+			}
+			state = append(state, m.Name)
+		}
+		return readopted == len(before) && len(ms) == len(before), fmt.Sprintf("EtcdMembers %v, %d re-adopted", state, readopted), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(f, name, 3, healTimeout)
+	f.Record("readoption-heal", since(start), "every EtcdMember gone (finalizers stripped), PVCs kept → re-adopted under the old names and IDs, converged")
+	after := requireHealed(f, name, 3, clusterID)
+	if !maps.Equal(after, before) {
+		t.Errorf("members after re-adoption %v, before %v: want the same names and IDs", after, before)
+	}
+	if got := pvcUIDs(f, name); !maps.Equal(got, pvcs) {
+		t.Errorf("PVCs %v after re-adoption, before %v: want the same claims", got, pvcs)
+	}
+	load.verify(f, "every EtcdMember deleted (finalizers stripped) and re-adopted from its PVC")
+}
+
+// TestCrashLoopMemberReplaced kills one PVC member's etcd container every time it starts, under
+// write traffic: an unclassified crash loop (SIGKILL leaves no fatal pattern). After ≥ 3
+// restarts within 10 minutes (or memberFailureGrace not Ready) the member is
+// Healthy=False/CrashLoop and replaced (behaviour.md §9). Records crashloop-heal (first kill →
+// converged; target: replacement started ≤ 4 min).
+//
+// Gated (E2E_FEATURES=crashloop-replacement): the 3-restarts rule and CrashLoop replacement are
+// built on another branch.
+func TestCrashLoopMemberReplaced(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t)
+	requireFeatures(f, featureCrashLoopReplacement)
+	requireOperator(f)
+	containers := f.RequireContainerFaults()
+	const name = "crashloop"
+	createCluster(f, newCluster(f, name, 3))
+	ec := waitConverged(f, name, 3, bootstrapTimeout)
+	clusterID := ec.Status.ClusterID
+	before := checkMembership(f, ec, 3)
+	load := startLoad(f, name)
+	obs := observeMembership(f, name)
+	hist := watchHistory(f, name)
+	victim := pickMember(f, name, pickFollower)
+	start := time.Now()
+	kills := killOnEveryStart(f, containers, victim, crashLoopTimeout)
+	waitReplaced(f, name, victim, crashLoopTimeout)
+	f.Record("crashloop-heal", since(start), fmt.Sprintf("etcd killed on every start (%d kills) → Healthy=False/CrashLoop → replaced, converged with 3 voters (target: replacement started ≤ 4 min)", kills))
+	hist.requireHealthy(f, victim, metav1.ConditionFalse, health.ReasonCrashLoop)
+	hist.requireRemovalReason(f, victim, health.ReasonCrashLoop)
+	obs.check(f, clusterID)
+	hist.stop()
+	hist.log(f, victim)
+	after := requireHealed(f, name, 3, clusterID)
+	requireLeft(f, victim, before[victim], after)
+	load.verify(f, "crash-looping member replaced")
+}
+
+// crashLoopPoll is how often killOnEveryStart looks for a restarted container: well below the
+// ~2 s a restarted etcd needs to pass its startup and readiness probes, so the member is killed
+// before it is Ready again, as a process that crashes on start would be.
+const crashLoopPoll = 100 * time.Millisecond
+
+// killOnEveryStart kills the member's etcd container each time it runs again, until the operator
+// marks the member for removal (removal-reason) or it is gone, and returns how many kills it
+// took.
+func killOnEveryStart(f *framework.Test, containers framework.ContainerFaults, member string, timeout time.Duration) int {
+	f.T.Helper()
+	kills := 0
+	lastKilled := ""
+	err := framework.Poll(f.Ctx, member+" crash-looping until marked for replacement", timeout, crashLoopPoll, func(ctx context.Context) (bool, string, error) {
+		m := &etcdv1alpha2.EtcdMember{}
+		err := kc(f).Get(ctx, types.NamespacedName{Namespace: f.Namespace, Name: member}, m)
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, "", nil
+		case err != nil:
+			return false, err.Error(), nil
+		case m.Annotations[etcdv1alpha2.AnnotationRemovalReason] != "" || m.DeletionTimestamp != nil:
+			return true, "", nil
+		}
+		pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, member, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, st := range pod.Status.ContainerStatuses {
+			if st.Name != desired.ContainerName || st.State.Running == nil || st.ContainerID == lastKilled {
+				continue
+			}
+			if err := containers.KillContainer(ctx, f.Namespace, member, desired.ContainerName); err != nil {
+				return false, err.Error(), nil
+			}
+			lastKilled = st.ContainerID
+			kills++
+		}
+		return false, fmt.Sprintf("%d kills; member Healthy %v", kills, meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionHealthy)), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return kills
+}
+
+// TestNodeLostMemberReplaced stops the node of one member of a 3-member PVC cluster (its kubelet
+// and container runtime, as a lost machine) under write traffic. The Pod is marked for deletion
+// by the taint manager once the node is NotReady (the cluster tolerates not-ready/unreachable
+// for 5 s only, so the test does not wait Kubernetes' default 300 s) and stays Terminating;
+// after the operator's terminating grace the member is Healthy=False/NodeLost and replaced under
+// a new identity, never force-deleted (behaviour.md §9). When the node returns, the old identity
+// cannot rejoin: etcd never lists its ID again, and its old Pod, if it runs, is not a member.
+// Records node-lost-heal (node stopped → converged; target: replacement started ≤ 6 min).
+//
+// Gated (E2E_FEATURES=grace-flags,nodelost-replacement): it shortens the operator's graces
+// with the grace flags and needs NodeLost replacement, both built on other branches. Not
+// parallel: a stopped node stops every other scenario's members on it.
+func TestNodeLostMemberReplaced(t *testing.T) {
+	f := framework.NewTest(t, framework.Disruptive)
+	requireFeatures(f, featureGraceFlags, featureNodeLostReplacement)
+	requireOperator(f)
+	nodes := f.RequireNodeFaults()
+	setOperatorEnv(f, map[string]string{
+		"ETCD_OPERATOR_TERMINATING_GRACE":    "20s",
+		"ETCD_OPERATOR_NODE_LOST_GRACE":      "20s",
+		"ETCD_OPERATOR_MEMBER_FAILURE_GRACE": "60s",
+	})
+	const name = "nodelost"
+	ec := newCluster(f, name, 3)
+	for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		ec.Spec.Tolerations = append(ec.Spec.Tolerations, corev1.Toleration{
+			Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5),
+		})
+	}
+	createCluster(f, ec)
+	ec = waitConverged(f, name, 3, bootstrapTimeout)
+	clusterID := ec.Status.ClusterID
+	before := checkMembership(f, ec, 3)
+	load := startLoad(f, name)
+	obs := observeMembership(f, name)
+	hist := watchHistory(f, name)
+	victim := pickMember(f, name, pickAwayFromOperator)
+	pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Ctx, victim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := pod.Spec.NodeName
+
+	start := time.Now()
+	restart := stopNode(f, nodes, node)
+	waitReplaced(f, name, victim, nodeLostTimeout)
+	f.Record("node-lost-heal", since(start), "node stopped → its member NodeLost after the shortened graces → replaced, converged with 3 voters (target: replacement started ≤ 6 min with default graces)")
+	hist.requireHealthy(f, victim, metav1.ConditionFalse, health.ReasonNodeLost)
+	hist.requireRemovalReason(f, victim, health.ReasonNodeLost)
+
+	restart()
+	oldIdentityStaysOut(f, name, victim, before[victim], pod.UID)
+	obs.check(f, clusterID)
+	hist.stop()
+	hist.log(f, victim)
+	after := requireHealed(f, name, 3, clusterID)
+	requireLeft(f, victim, before[victim], after)
+	load.verify(f, "node of one member stopped, member replaced, node back")
+}
+
+// stopNode stops the node and returns the function that starts it again and waits for it to
+// be Ready; a cleanup calls it too, so the node is never left stopped.
+func stopNode(f *framework.Test, nodes framework.NodeFaults, node string) (restart func()) {
+	f.T.Helper()
+	if err := nodes.StopNode(f.Ctx, node); err != nil {
+		f.T.Fatal(err)
+	}
+	started := false
+	restart = func() {
+		if started {
+			return
+		}
+		started = true
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := nodes.StartNode(ctx, node); err != nil {
+			f.T.Errorf("starting node %s again: %v", node, err)
+			return
+		}
+		err := framework.Poll(ctx, "node "+node+" Ready", 2*time.Minute, framework.DefaultPollInterval, func(ctx context.Context) (bool, string, error) {
+			n, err := f.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					return c.Status == corev1.ConditionTrue, string(c.Status), nil
+				}
+			}
+			return false, "no Ready condition", nil
+		})
+		if err != nil {
+			f.T.Error(err)
+		}
+	}
+	f.T.Cleanup(restart)
+	return restart
+}
+
+// oldIdentityStaysOut waits, after the lost node came back, until the replaced member's old Pod
+// is gone (the kubelet finishes the deletion it was asked for), checking meanwhile that etcd
+// never lists the old member ID again.
+func oldIdentityStaysOut(f *framework.Test, name, member, oldID string, oldPod types.UID) {
+	f.T.Helper()
+	err := f.Poll("old Pod of "+member+" gone, its ID never back in etcd", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if ml, err := memberList(ctx, f, name); err == nil {
+			for _, m := range ml.Members {
+				if hexID(m.ID) == oldID {
+					return false, "", fmt.Errorf("etcd lists the replaced member %s (%s) again after its node returned", member, oldID)
+				}
+			}
+		}
+		p, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, member, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, "", nil
+		case err != nil:
+			return false, err.Error(), nil
+		case p.UID != oldPod:
+			return false, "", fmt.Errorf("a new Pod %s (uid %s) runs under the replaced member's name", member, p.UID)
+		}
+		return false, fmt.Sprintf("old Pod phase %s, deletionTimestamp %v", p.Status.Phase, p.DeletionTimestamp), nil
+	})
+	if err != nil {
+		f.T.Error(err)
+	}
+}
+
+// setOperatorEnv sets environment variables on the operator's container (each flag has one:
+// ETCD_OPERATOR_<FLAG>, see internal/operator), waits for the rollout, and registers a cleanup
+// that removes them again and waits for the operator to be available.
+func setOperatorEnv(f *framework.Test, env map[string]string) {
+	f.T.Helper()
+	d, err := f.OperatorDeployment(f.Ctx)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	container := d.Spec.Template.Spec.Containers[0].Name
+	var set, unset []string
+	for _, k := range sortedKeys(env) {
+		set = append(set, fmt.Sprintf(`{"name":%q,"value":%q}`, k, env[k]))
+		unset = append(unset, fmt.Sprintf(`{"name":%q,"$patch":"delete"}`, k))
+	}
+	patch := func(vars []string) string {
+		return fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":%q,"env":[%s]}]}}}}`, container, strings.Join(vars, ","))
+	}
+	f.T.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := patchOperator(ctx, f, d.Name, patch(unset)); err != nil {
+			f.T.Errorf("removing %v from the operator: %v", sortedKeys(env), err)
+			return
+		}
+		if err := waitOperatorRolled(ctx, f, d.Name); err != nil {
+			f.T.Errorf("operator after removing %v: %v", sortedKeys(env), err)
+		}
+	})
+	if err := patchOperator(f.Ctx, f, d.Name, patch(set)); err != nil {
+		f.T.Fatal(err)
+	}
+	if err := waitOperatorRolled(f.Ctx, f, d.Name); err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// pick says which member a scenario may damage.
+type pick int
+
+const (
+	// pickAny takes the first member by name.
+	pickAny pick = iota
+	// pickFollower takes a member that is neither the seed (spec.bootstrap) nor etcd's leader.
+	pickFollower
+	// pickAwayFromOperator takes a member whose node does not run the operator, so that
+	// stopping the node does not also stop the operator.
+	pickAwayFromOperator
+)
+
+// pickMember chooses a member of the cluster per how, by name order among the candidates.
+func pickMember(f *framework.Test, name string, how pick) string {
+	f.T.Helper()
+	members, err := listMembers(f.Ctx, f, name)
+	if err != nil || len(members) == 0 {
+		f.T.Fatalf("members of %s: %d, %v", name, len(members), err)
+	}
+	avoid := map[string]bool{}
+	switch how {
+	case pickFollower:
+		leader := leaderID(f, name)
+		for _, m := range members {
+			if m.Spec.Bootstrap || m.Status.MemberID == leader {
+				avoid[m.Name] = true
+			}
+		}
+	case pickAwayFromOperator:
+		nodes := operatorNodes(f)
+		for _, m := range members {
+			if p, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Ctx, m.Name, metav1.GetOptions{}); err != nil || nodes[p.Spec.NodeName] {
+				avoid[m.Name] = true
+			}
+		}
+	}
+	for _, m := range members {
+		if !avoid[m.Name] {
+			return m.Name
+		}
+	}
+	f.T.Fatalf("no member of %s fits (%d members, avoided %v)", name, len(members), sortedKeys(avoid))
+	return ""
+}
+
+// leaderID asks a voter for etcd's leader, as a hex member ID.
+func leaderID(f *framework.Test, name string) string {
+	f.T.Helper()
+	c, eps := f.DialMembers(voterSelector(name), nil)
+	ctx, cancel := context.WithTimeout(f.Ctx, etcdCallTimeout)
+	defer cancel()
+	st, err := c.Status(ctx, eps[0])
+	if err != nil {
+		f.T.Fatalf("etcd Status at %s: %v", eps[0], err)
+	}
+	return hexID(st.Leader)
+}
+
+// operatorNodes are the nodes the operator's Pods run on.
+func operatorNodes(f *framework.Test) map[string]bool {
+	f.T.Helper()
+	pods, err := f.Kube.CoreV1().Pods(framework.OperatorNamespace).List(f.Ctx, metav1.ListOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		out[p.Spec.NodeName] = true
+	}
+	return out
+}
+
+// evictWhenAllowed evicts the Pod through the Eviction API, retrying while the PDB refuses
+// (429: a member that just joined is not counted healthy yet), and returns when the eviction was
+// accepted.
+func evictWhenAllowed(f *framework.Test, pod string) time.Time {
+	f.T.Helper()
+	var at time.Time
+	err := f.Poll("eviction of "+pod+" allowed by the PDB", healTimeout, func(ctx context.Context) (bool, string, error) {
+		err := f.EvictPod(ctx, f.Namespace, pod)
+		switch {
+		case err == nil:
+			at = time.Now()
+			return true, "", nil
+		case apierrors.IsTooManyRequests(err):
+			return false, err.Error(), nil
+		}
+		return false, "", err
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return at
+}
+
+// waitReplaced waits until the member's EtcdMember is gone and the cluster is converged with 3
+// voters (etcd lists 3 started voters, no learner, 3 EtcdMembers, 3 Ready voter Pods,
+// Available=True/QuorumHealthy, Progressing=False): the end of a heal.
+func waitReplaced(f *framework.Test, name, member string, timeout time.Duration) {
+	f.T.Helper()
+	err := f.Poll(member+" replaced, converged at 3", timeout, func(ctx context.Context) (bool, string, error) {
+		ms, err := listMembers(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if slices.ContainsFunc(ms, func(m etcdv1alpha2.EtcdMember) bool { return m.Name == member }) {
+			h := meta.FindStatusCondition(memberNamed(ms, member).Status.Conditions, etcdv1alpha2.ConditionHealthy)
+			return false, fmt.Sprintf("%s is still an EtcdMember (Healthy %v)", member, h), nil
+		}
+		ec, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		done, state := convergedState(ctx, f, ec, 3)
+		return done, state, nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+func memberNamed(ms []etcdv1alpha2.EtcdMember, name string) *etcdv1alpha2.EtcdMember {
+	for i := range ms {
+		if ms[i].Name == name {
+			return &ms[i]
+		}
+	}
+	return &etcdv1alpha2.EtcdMember{}
+}
+
+// requireHealed asserts the end state of every heal: converged with n voters, etcd's members =
+// the EtcdMembers with their IDs, the cluster ID it had before the fault, and HashKV equal on
+// every member. It returns the member IDs by name.
+func requireHealed(f *framework.Test, name string, n int, clusterID string) map[string]string {
+	f.T.Helper()
+	ec := waitConverged(f, name, n, scaleTimeout)
+	ids := checkMembership(f, ec, n)
+	if ec.Status.ClusterID != clusterID {
+		f.T.Errorf("cluster ID %s after the heal, was %s", ec.Status.ClusterID, clusterID)
+	}
+	c, eps := f.DialMembers(voterSelector(name), nil)
+	f.T.Logf("healed: members %v; HashKV %s", ids, f.RequireHashKVEqual(c, eps, time.Minute))
+	return ids
+}
+
+// requireLeft asserts that a replaced member left for good: neither its name nor its old ID is
+// among the members after the heal, and its PVC (if it had one) is deleted.
+func requireLeft(f *framework.Test, member, oldID string, after map[string]string) {
+	f.T.Helper()
+	for n, id := range after {
+		if n == member || id == oldID {
+			f.T.Errorf("replaced member %s (%s) is still in etcd as %s (%s)", member, oldID, n, id)
+		}
+	}
+	err := f.Poll("PVC "+desired.PVCName(member)+" gone", goneTimeout, func(ctx context.Context) (bool, string, error) {
+		pvc, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).Get(ctx, desired.PVCName(member), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return false, fmt.Sprintf("phase %s, deletionTimestamp %v", pvc.Status.Phase, pvc.DeletionTimestamp), nil
+	})
+	if err != nil {
+		f.T.Error(err)
+	}
+}
+
+// memberUIDs, podUIDs and pvcUIDs map the cluster's EtcdMembers, member Pods and data PVCs to
+// their UIDs, to tell "the same object" from "recreated under the same name".
+func memberUIDs(f *framework.Test, name string) map[string]string {
+	f.T.Helper()
+	ms, err := listMembers(f.Ctx, f, name)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range ms {
+		out[m.Name] = string(m.UID)
+	}
+	return out
+}
+
+func podUIDs(f *framework.Test, name string) map[string]string {
+	f.T.Helper()
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = string(p.UID)
+	}
+	return out
+}
+
+func pvcUIDs(f *framework.Test, name string) map[string]string {
+	f.T.Helper()
+	pvcs, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pvcs.Items {
+		out[p.Name] = string(p.UID)
+	}
+	return out
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
