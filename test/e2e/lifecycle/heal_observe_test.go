@@ -107,11 +107,14 @@ func waitSettled(f *framework.Test, name string) {
 // acked is the number of acknowledged puts so far.
 func (l *healLoad) acked() int64 { return l.gen.Stats().AckedPuts }
 
-// verify stops the traffic and fails the test unless its history is linearizable, no
-// acknowledged write is missing from the final state and at least healMinAcked puts were
-// acknowledged (framework.VerifyTraffic, which also records the longest write gap).
+// verify waits for 50 more acknowledged writes (the healed cluster takes writes again through
+// the Pods it has now), stops the traffic and fails the test unless its history is
+// linearizable, no acknowledged write is missing from the final state and at least
+// healMinAcked puts were acknowledged (framework.VerifyTraffic, which also records the longest
+// write gap).
 func (l *healLoad) verify(f *framework.Test, note string) {
 	f.T.Helper()
+	waitAcked(f, l.gen, l.acked()+50)
 	l.cancel()
 	<-l.done
 	l.stopWatch()
