@@ -87,7 +87,7 @@ func waitSettled(f *framework.Test, name string) {
 	err := f.Poll("members up for "+settle.String(), time.Minute, func(ctx context.Context) (bool, string, error) {
 		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		var young []string
 		for _, p := range pods.Items {
@@ -463,4 +463,13 @@ func sortedKeys[V any](m map[string]V) []string {
 func condIs(conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) bool {
 	c := meta.FindStatusCondition(conds, typ)
 	return c != nil && c.Status == status && (reason == "" || c.Reason == reason)
+}
+
+// errState is the state a poll reports for a failed read: the error, unless the poll's own
+// deadline caused it, in which case the state seen before (more telling) is kept.
+func errState(ctx context.Context, err error) string {
+	if ctx.Err() != nil {
+		return ""
+	}
+	return err.Error()
 }

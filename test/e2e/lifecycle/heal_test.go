@@ -315,7 +315,7 @@ func holdQuorumLost(f *framework.Test, name, survivor string, down []string, bef
 		}
 		ec, err := getCluster(ctx, f, name)
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		if !condIs(ec.Status.Conditions, etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, "QuorumLost") {
 			return false, "", fmt.Errorf("with 2 of 3 members down: %s, want Available=False/QuorumLost throughout", clusterState(ec))
@@ -378,7 +378,7 @@ func holdPodCreates(f *framework.Test) (lift func()) {
 	err := f.Poll("ResourceQuota hold-pods counted", time.Minute, func(ctx context.Context) (bool, string, error) {
 		got, err := quotas.Get(ctx, q.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		used, ok := got.Status.Used[corev1.ResourcePods]
 		return ok && used.Value() >= 3, fmt.Sprintf("status %+v", got.Status), nil
@@ -512,7 +512,7 @@ func deleteAllMembersHeld(f *framework.Test, name string) (string, map[string]st
 	err = f.Poll("every deletion held, Degraded=True/MemberDeletionBlocked", healTimeout, func(ctx context.Context) (bool, string, error) {
 		ms, err := listMembers(ctx, f, name)
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		held := 0
 		for _, m := range ms {
@@ -522,7 +522,7 @@ func deleteAllMembersHeld(f *framework.Test, name string) (string, map[string]st
 		}
 		got, err := getCluster(ctx, f, name)
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		d := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha2.ConditionDegraded)
 		named := d != nil && d.Status == metav1.ConditionTrue && d.Reason == "MemberDeletionBlocked" && containsAll(d.Message, names)
@@ -568,7 +568,7 @@ func TestEtcdMembersReadopted(t *testing.T) {
 	err := f.Poll("every EtcdMember re-adopted under its old name", healTimeout, func(ctx context.Context) (bool, string, error) {
 		ms, err := listMembers(ctx, f, name)
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		var state []string
 		readopted := 0
@@ -651,20 +651,20 @@ func killOnEveryStart(f *framework.Test, containers framework.ContainerFaults, m
 		case apierrors.IsNotFound(err):
 			return true, "", nil
 		case err != nil:
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		case m.Annotations[etcdv1alpha2.AnnotationRemovalReason] != "" || m.DeletionTimestamp != nil:
 			return true, "", nil
 		}
 		pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, member, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		for _, st := range pod.Status.ContainerStatuses {
 			if st.Name != desired.ContainerName || st.State.Running == nil || st.ContainerID == lastKilled {
 				continue
 			}
 			if err := containers.KillContainer(ctx, f.Namespace, member, desired.ContainerName); err != nil {
-				return false, err.Error(), nil
+				return false, errState(ctx, err), nil
 			}
 			lastKilled = st.ContainerID
 			kills++
@@ -759,7 +759,7 @@ func stopNode(f *framework.Test, nodes framework.NodeFaults, node string) (resta
 		err := framework.Poll(ctx, "node "+node+" Ready", 2*time.Minute, framework.DefaultPollInterval, func(ctx context.Context) (bool, string, error) {
 			n, err := f.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 			if err != nil {
-				return false, err.Error(), nil
+				return false, errState(ctx, err), nil
 			}
 			for _, c := range n.Status.Conditions {
 				if c.Type == corev1.NodeReady {
@@ -794,7 +794,7 @@ func oldIdentityStaysOut(f *framework.Test, name, member, oldID string, oldPod t
 		case apierrors.IsNotFound(err):
 			return true, "", nil
 		case err != nil:
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		case p.UID != oldPod:
 			return false, "", fmt.Errorf("a new Pod %s (uid %s) runs under the replaced member's name", member, p.UID)
 		}
@@ -928,7 +928,7 @@ func evictWhenAllowed(f *framework.Test, pod string) time.Time {
 			at = time.Now()
 			return true, "", nil
 		case apierrors.IsTooManyRequests(err):
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		return false, "", err
 	})
@@ -946,7 +946,7 @@ func waitReplaced(f *framework.Test, name, member string, timeout time.Duration)
 	err := f.Poll(member+" replaced, converged at 3", timeout, func(ctx context.Context) (bool, string, error) {
 		ms, err := listMembers(ctx, f, name)
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		if slices.ContainsFunc(ms, func(m etcdv1alpha2.EtcdMember) bool { return m.Name == member }) {
 			h := meta.FindStatusCondition(memberNamed(ms, member).Status.Conditions, etcdv1alpha2.ConditionHealthy)
@@ -954,7 +954,7 @@ func waitReplaced(f *framework.Test, name, member string, timeout time.Duration)
 		}
 		ec, err := getCluster(ctx, f, name)
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		done, state := convergedState(ctx, f, ec, 3)
 		return done, state, nil
@@ -1003,7 +1003,7 @@ func requireLeft(f *framework.Test, member, oldID string, after map[string]strin
 			return true, "", nil
 		}
 		if err != nil {
-			return false, err.Error(), nil
+			return false, errState(ctx, err), nil
 		}
 		return false, fmt.Sprintf("phase %s, deletionTimestamp %v", pvc.Status.Phase, pvc.DeletionTimestamp), nil
 	})
