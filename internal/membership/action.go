@@ -47,6 +47,9 @@ const (
 	KindDeletePVC Kind = "DeletePVC"
 	// KindSetDormant makes the last member dormant (pause).
 	KindSetDormant Kind = "SetDormant"
+	// KindDisarmCorrupt disarms the CORRUPT alarm of a member (Action.MemberID) that is no
+	// longer in etcd.
+	KindDisarmCorrupt Kind = "DisarmCorrupt"
 )
 
 // Progressing reasons (behaviour.md §22) the planner chooses.

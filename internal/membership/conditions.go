@@ -82,7 +82,16 @@ func AllMembersLost(s *Scope) bool {
 			return true
 		}
 	}
-	return false
+	return s.Memory && everyRunningMember(s, health.ReasonDataLost)
+}
+
+// everyRunningMember reports whether the cluster has running members and each of them is
+// Healthy=False with one of reasons.
+func everyRunningMember(s *Scope, reasons ...string) bool {
+	running := s.Running()
+	return len(running) > 0 && !slices.ContainsFunc(running, func(m Member) bool {
+		return !m.Unhealthy || !slices.Contains(reasons, m.HealthyReason)
+	})
 }
 
 // ConditionInput is what the conditions are computed from.
@@ -191,7 +200,12 @@ func degraded(in ConditionInput) metav1.Condition {
 	case AllMembersLost(s):
 		return t(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
 	case quorumLost(s, c):
-		return t(ReasonQuorumLost, "quorum lost; not Ready: "+strings.Join(notReadyVoters(s), ", "))
+		msg := "quorum lost; not Ready: " + strings.Join(notReadyVoters(s), ", ")
+		if everyRunningMember(s, health.ReasonDataLost, health.ReasonDataCorrupt) {
+			// Nothing can be replaced without a quorum, and no member has data to recover from.
+			msg += "; every member's data is lost or corrupt: restore from a snapshot into a new EtcdCluster"
+		}
+		return t(ReasonQuorumLost, msg)
 	case len(s.TLS.MissingSecrets) > 0:
 		return t(ReasonTLSSecretMissing, tlsSecretMessage(s.TLS))
 	case len(blocked) > 0:

@@ -82,6 +82,12 @@ type Member struct {
 	// VoterHint is status.isVoter. It is used for conditions only while etcd does not answer,
 	// never for a membership decision.
 	VoterHint bool
+	// MemberID is status.memberID; zero until the member controller recorded it.
+	MemberID uint64
+	// ReplaceRequested is the replace annotation's value (a person's reason); empty without it.
+	ReplaceRequested string
+	// ReplaceAnnotated is true when the replace annotation is present, whatever its value.
+	ReplaceAnnotated bool
 }
 
 // Running reports whether the member counts towards the running members: neither dormant nor
@@ -141,6 +147,9 @@ type Scope struct {
 	Bootstrapping bool
 	// TLS is the TLS material spec.tls asks for that is missing.
 	TLS TLS
+	// Memory is true for a cluster whose members keep their data in memory: a member that
+	// lost its Pod lost its data.
+	Memory bool
 }
 
 // orphanGrace returns the grace in force.
