@@ -15,6 +15,7 @@ import (
 // Available and Degraded reasons (behaviour.md §22) computed here.
 const (
 	ReasonAllMembersLost        = "AllMembersLost"
+	ReasonReplacementBackoff    = "ReplacementBackoff"
 	ReasonQuorumLost            = "QuorumLost"
 	ReasonBelowTargetQuorum     = "BelowTargetQuorum"
 	ReasonClusterUnreachable    = "ClusterUnreachable"
@@ -211,6 +212,8 @@ func degraded(in ConditionInput) metav1.Condition {
 	case len(blocked) > 0:
 		return t(ReasonMemberDeletionBlocked, fmt.Sprintf("deletion of %s is held because the operator did not initiate it; annotate the member with %s=true to let it be replaced",
 			strings.Join(blocked, ", "), etcdv1alpha2.AnnotationAllowDeletion))
+	case s.Backoff.Attempts > 0 && backingOff(s) != "":
+		return t(ReasonReplacementBackoff, backingOff(s))
 	case len(unschedulable) > 0:
 		return t(ReasonMemberUnschedulable, strings.Join(unschedulable, "; "))
 	case len(unhealthy) > 0:
@@ -220,6 +223,16 @@ func degraded(in ConditionInput) metav1.Condition {
 	default:
 		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionFalse, ReasonQuorumHealthy, "no member needs attention", gen)
 	}
+}
+
+// backingOff describes the member whose replacement the back-off holds, or is empty.
+func backingOff(s *Scope) string {
+	for _, m := range s.Running() {
+		if neverStarted(s, m) {
+			return backoffMessage(m, s.Backoff.Attempts) + "; " + m.HealthyMessage
+		}
+	}
+	return ""
 }
 
 // notReadyVoters names the running voters that are not Ready, sorted.

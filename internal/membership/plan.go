@@ -299,6 +299,8 @@ func replace(s *Scope) (Action, bool) {
 			reason = RemovalReasonReplace
 		case m.Unhealthy && slices.Contains(replaceable, m.HealthyReason):
 			reason = m.HealthyReason
+		case neverStarted(s, m):
+			reason = health.ReasonStartFailed
 		default:
 			continue
 		}
@@ -318,6 +320,11 @@ func replace(s *Scope) (Action, bool) {
 		return compareStrings(a.m.Name, b.m.Name)
 	})
 	c := cs[0]
+	if c.reason == health.ReasonStartFailed {
+		if a, ok := backoff(s, c.m); ok {
+			return a, true
+		}
+	}
 	if a, ok := moveLeadershipFrom(s, c.m, c.e, c.inEtcd, ReasonReplacingMember); ok {
 		return a, true
 	}
@@ -332,6 +339,50 @@ func replace(s *Scope) (Action, bool) {
 		a.Message += ": " + c.m.HealthyMessage
 	}
 	return a, true
+}
+
+// neverStarted reports a member that failed to start (Healthy=False/StartFailed) and never
+// became a voter: a new member of a scale-up or a replacement. It holds the one learner slot, so
+// it is replaced, after a back-off. A voter that fails to start a new template is a halted roll
+// instead, and is left for a person.
+func neverStarted(s *Scope, m Member) bool {
+	if !m.Unhealthy || m.HealthyReason != health.ReasonStartFailed {
+		return false
+	}
+	e, inEtcd := s.etcdMemberByIdentity(m)
+	return !inEtcd || e.IsLearner
+}
+
+// backoff holds the replacement of member m, which never started, for the back-off in force:
+// each member in a row that never starts doubles the wait, from ReplacementBackoffBase up to
+// ReplacementBackoffMax. A member created after the back-off last ended is a new failure and
+// starts the next, longer one. It returns false once m may be replaced.
+func backoff(s *Scope, m Member) (Action, bool) {
+	b := s.Backoff
+	if m.Created.After(b.NotBefore) {
+		next := Backoff{Attempts: b.Attempts + 1}
+		next.NotBefore = s.Now.Add(BackoffFor(next.Attempts))
+		return Action{Kind: KindBackoff, Member: m.Name, Backoff: next, Reason: ReasonReplacingMember,
+			RequeueAfter: BackoffFor(next.Attempts), Message: backoffMessage(m, next.Attempts)}, true
+	}
+	if wait := b.NotBefore.Sub(s.Now); wait > 0 {
+		return Action{Kind: KindWait, Member: m.Name, Reason: ReasonReplacingMember, RequeueAfter: wait,
+			Message: backoffMessage(m, b.Attempts)}, true
+	}
+	return Action{}, false
+}
+
+// BackoffFor is the wait before replacing the attempts-th member in a row that never started.
+func BackoffFor(attempts int32) time.Duration {
+	d := ReplacementBackoffBase
+	for i := int32(1); i < attempts && d < ReplacementBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, ReplacementBackoffMax)
+}
+
+func backoffMessage(m Member, attempts int32) string {
+	return fmt.Sprintf("member %s never started (%d in a row); replacing it %s after its failure", m.Name, attempts, BackoffFor(attempts))
 }
 
 // promote promotes a learner that has an EtcdMember, or waits for it to start.

@@ -570,3 +570,56 @@ func TestAllMemoryMembersLost(t *testing.T) {
 		}
 	}
 }
+
+func TestReplacementBackoff(t *testing.T) {
+	t.Parallel()
+	// d, added as a learner to replace a lost member, never starts.
+	failed := func(s Scope, created time.Time) Scope {
+		s.Members = append(slices.Clone(s.Members), with(mem("d", 0), func(m *Member) {
+			m.Created, m.Ready, m.PodReady = created, false, false
+			m.Unhealthy, m.HealthyReason, m.HealthyMessage = true, health.ReasonStartFailed, "the Pod has not become Ready"
+		}))
+		s.Etcd.Members = append(slices.Clone(s.Etcd.Members), learner(4, "d", false))
+		return s
+	}
+	s := failed(steady3(), t0)
+	got := Next(s)
+	if got.Kind != KindBackoff || got.Backoff.Attempts != 1 || !got.Backoff.NotBefore.Equal(s.Now.Add(5*time.Minute)) {
+		t.Fatalf("first member that never started: Next = %+v, want a 5m back-off recorded", got)
+	}
+	s.Backoff = got.Backoff
+	s.Now = s.Now.Add(time.Minute)
+	if got := Next(s); got.Kind != KindWait || got.RequeueAfter != 4*time.Minute {
+		t.Errorf("inside the back-off: Next = %+v, want a 4m wait", got)
+	}
+	var degraded string
+	for _, c := range Conditions(ConditionInput{Scope: &s, Action: Next(s)}) {
+		if c.Type == "Degraded" {
+			degraded = c.Reason
+		}
+	}
+	if degraded != ReasonReplacementBackoff {
+		t.Errorf("inside the back-off: Degraded reason %q, want ReplacementBackoff", degraded)
+	}
+	s.Now = s.Now.Add(5 * time.Minute)
+	if got := Next(s); got.Kind != KindRemove || got.Member != "d" || got.RemovalReason != health.ReasonStartFailed {
+		t.Errorf("back-off over: Next = %+v, want d removed for replacement", got)
+	}
+	// Its successor fails too: created after the back-off ended, it doubles the wait, up to 1h.
+	s2 := failed(steady3(), s.Now.Add(time.Minute))
+	s2.Backoff, s2.Now = s.Backoff, s.Now.Add(10*time.Minute)
+	if got := Next(s2); got.Kind != KindBackoff || got.Backoff.Attempts != 2 || got.RequeueAfter != 10*time.Minute {
+		t.Errorf("second member in a row that never started: Next = %+v, want a 10m back-off", got)
+	}
+	for attempts, want := range map[int32]time.Duration{1: 5 * time.Minute, 3: 20 * time.Minute, 4: 40 * time.Minute, 5: time.Hour, 30: time.Hour} {
+		if got := BackoffFor(attempts); got != want {
+			t.Errorf("BackoffFor(%d) = %s, want %s", attempts, got, want)
+		}
+	}
+	// A voter whose new template fails to start is a halted roll: never replaced.
+	s = steady3()
+	s.Members[1].Unhealthy, s.Members[1].HealthyReason = true, health.ReasonStartFailed
+	if got := Next(s); got.Kind == KindRemove || got.Kind == KindBackoff {
+		t.Errorf("voter StartFailed: Next = %+v, want no replacement", got)
+	}
+}

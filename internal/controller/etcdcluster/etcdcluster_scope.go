@@ -265,6 +265,9 @@ func (p *pass) scope() membership.Scope {
 		Bootstrapping:     bootstrapping(p.cluster),
 		TLS:               p.tls,
 	}
+	if b := p.cluster.Status.ReplacementBackoff; b != nil {
+		s.Backoff = membership.Backoff{Attempts: b.Attempts, NotBefore: b.NotBefore.Time}
+	}
 	if o := p.cluster.Status.Observed; o != nil {
 		s.Target = o.Replicas
 		s.Memory = o.Storage.Medium == etcdv1alpha2.StorageMediumMemory
