@@ -10,6 +10,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/failpoint"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -27,6 +28,7 @@ func (p *pass) disarmCorrupt(ctx context.Context, a membership.Action) error {
 		return waitingOn("AlarmDisarm", fmt.Errorf("disarming the CORRUPT alarm of %s: %w", etcdclient.FormatID(a.MemberID), err),
 			membership.MembershipPoll, etcdclient.ErrNoLeader, etcdclient.ErrTimeout)
 	}
+	failpoint.Inject(failpoint.AlarmDisarmed)
 	p.event(corev1.EventTypeNormal, eventAlarmDisarmed, fmt.Sprintf("disarmed the CORRUPT alarm of removed member %s", etcdclient.FormatID(a.MemberID)))
 	return nil
 }
