@@ -274,16 +274,7 @@ func TestCrashAfterSpecChange(t *testing.T) {
 					t.Errorf("member churn: %s is among the %d members %v but not among the %d members %v", m, len(small), small, len(large), large)
 				}
 			}
-			// Distinct calls: a retry of a call etcd refused is the same change.
-			adds, removes := map[string]bool{}, map[string]bool{}
-			for _, c := range w.fake(name).mutations()[done:] {
-				switch {
-				case strings.HasPrefix(c, "MemberAddAsLearner("):
-					adds[c] = true
-				case strings.HasPrefix(c, "MemberRemove("):
-					removes[c] = true
-				}
-			}
+			adds, removes := distinctMembershipCalls(w.fake(name).mutations()[done:])
 			wantAdds, wantRemoves := max(int(tc.to-tc.from), 0), max(int(tc.from-tc.to), 0)
 			if len(adds) != wantAdds || len(removes) != wantRemoves {
 				t.Errorf("etcd saw %d adds and %d removes, want %d and %d: %v", len(adds), len(removes), wantAdds, wantRemoves, w.fake(name).mutations()[done:])
@@ -353,15 +344,7 @@ func TestCrashDuringReplacement(t *testing.T) {
 				}
 				return nil
 			})
-			adds, removes := map[string]bool{}, map[string]bool{}
-			for _, c := range f.mutations()[done:] {
-				switch {
-				case strings.HasPrefix(c, "MemberAddAsLearner("):
-					adds[c] = true
-				case strings.HasPrefix(c, "MemberRemove("):
-					removes[c] = true
-				}
-			}
+			adds, removes := distinctMembershipCalls(f.mutations()[done:])
 			if len(adds) != 1 || len(removes) != 1 || !removes["MemberRemove("+etcdclient.FormatID(corrupt)+")"] {
 				t.Errorf("etcd saw adds %v and removes %v, want one add and the removal of %s: %v", adds, removes, etcdclient.FormatID(corrupt), f.mutations()[done:])
 			}
@@ -370,4 +353,19 @@ func TestCrashDuringReplacement(t *testing.T) {
 			}
 		})
 	}
+}
+
+// distinctMembershipCalls are the distinct adds and removes among calls: a retry of a call etcd
+// refused is the same change.
+func distinctMembershipCalls(calls []string) (adds, removes map[string]bool) {
+	adds, removes = map[string]bool{}, map[string]bool{}
+	for _, c := range calls {
+		switch {
+		case strings.HasPrefix(c, "MemberAddAsLearner("):
+			adds[c] = true
+		case strings.HasPrefix(c, "MemberRemove("):
+			removes[c] = true
+		}
+	}
+	return adds, removes
 }
