@@ -214,10 +214,11 @@ func clusterChangesThatMatter() predicate.Funcs {
 //  2. Build the scope once: the parent EtcdCluster (present, deleting, gone or unreadable, checked
 //     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
 //  3. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
-//     replicas, selector, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
+//     replicas, selector, restartBaseline, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
 //     observations and patched once, only if it changed. Healthy is health.Classify's verdict
-//     on the Pod, its etcd container's terminations, for a Pod stuck terminating its Node, and
-//     for a Pending Pod the Node its bound volume is pinned to; Healthy turning False (or changing its reason
+//     on the Pod, its etcd container's terminations and restarts since it was first seen not
+//     Ready (status.restartBaseline), for a Pod stuck terminating its Node, and for a Pending
+//     Pod the Node its bound volume is pinned to; Healthy turning False (or changing its reason
 //     while False) is announced with one MemberFailed Warning.
 //  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
 //     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)

@@ -160,15 +160,43 @@ func wasReady(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
 		r.LastTransitionTime.After(pod.Status.StartTime.Time)
 }
 
-// firstFailure is when the member started failing: the moment its Ready condition turned
-// False. Restart counts at that moment are not recorded anywhere, so only memberFailureGrace
-// (not the restart count) can make a crash loop.
+// firstFailure is when the member started failing, the moment its Ready condition turned
+// False, and its etcd container's restart count then: status.restartBaseline, when a previous
+// pass recorded it for this same Pod. Without it only memberFailureGrace can make a crash
+// loop.
 func firstFailure(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) health.Failure {
 	r := readyConditionOf(m)
 	if podReady(pod) || r == nil || r.Status != metav1.ConditionFalse {
 		return health.Failure{}
 	}
-	return health.Failure{At: r.LastTransitionTime.Time}
+	f := health.Failure{At: r.LastTransitionTime.Time}
+	if b := m.Status.RestartBaseline; b != nil && b.PodUID == string(pod.UID) {
+		f.RestartCount = &b.RestartCount
+	}
+	return f
+}
+
+// restartBaseline is the status.restartBaseline a pass writes: the etcd container's restart
+// count when the Pod was first seen up and not Ready, kept while it stays so, and cleared when
+// it is Ready again, Pending, terminating or gone. It is taken when the failure is first seen,
+// not while the member is Ready, for two reasons: a Ready member's restart count would have
+// to be rewritten whenever it changed, and after the operator was down, restarts from long
+// before (a node reboot last week) would count as a loop now; counted from the first pass that
+// sees the failure, a loop is only ever late by the restarts that pass missed. Keyed by Pod
+// UID, because a new Pod's restarts count from zero.
+func restartBaseline(in statusInput) *etcdv1alpha2.RestartBaseline {
+	p := in.pod
+	if p == nil || podReady(p) || !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
+		return nil
+	}
+	cs := etcdContainerStatus(p)
+	if cs == nil {
+		return nil
+	}
+	if b := in.member.Status.RestartBaseline; b != nil && b.PodUID == string(p.UID) {
+		return b.DeepCopy()
+	}
+	return &etcdv1alpha2.RestartBaseline{PodUID: string(p.UID), RestartCount: cs.RestartCount}
 }
 
 // podNode reads the Node the member's Pod is bound to, from the cache, only when the

@@ -164,31 +164,79 @@ func TestPreviousTermination(t *testing.T) {
 	}
 }
 
+// baseline sets status.restartBaseline as a previous pass recorded it.
+func baseline(podUID string, restarts int32) func(*etcdv1alpha2.EtcdMember) {
+	return func(m *etcdv1alpha2.EtcdMember) {
+		m.Status.RestartBaseline = &etcdv1alpha2.RestartBaseline{PodUID: podUID, RestartCount: restarts}
+	}
+}
+
 // TestWasReadyAndFirstFailure: the member's Ready condition is the memory of a Pod that was
-// Ready; a Ready condition that was False before the Pod started says it never was.
+// Ready; a Ready condition that was False before the Pod started says it never was. The
+// restart count at the first failure is status.restartBaseline, for the same Pod only.
 func TestWasReadyAndFirstFailure(t *testing.T) {
 	t.Parallel()
 	podStart := healthNow.Add(-time.Hour)
 	failedAt := healthNow.Add(-time.Minute)
 	crashing := pod(false, started(podStart, crashLooping(1, exited("Error", "x"))))
+	notReady := readyState(metav1.ConditionFalse, ReasonPodNotReady, failedAt)
 	for name, tc := range map[string]struct {
-		m        *etcdv1alpha2.EtcdMember
-		p        *corev1.Pod
-		wantWas  bool
-		wantFail time.Time
+		m            *etcdv1alpha2.EtcdMember
+		p            *corev1.Pod
+		wantWas      bool
+		wantFail     time.Time
+		wantRestarts *int32
 	}{
-		"Ready now":                              {m: member(readyState(metav1.ConditionTrue, ReasonPodReady, podStart)), p: pod(true), wantWas: true},
-		"turned not Ready after the Pod started": {m: member(readyState(metav1.ConditionFalse, ReasonPodNotReady, failedAt)), p: crashing, wantWas: true, wantFail: failedAt},
+		"Ready now":                              {m: member(readyState(metav1.ConditionTrue, ReasonPodReady, podStart), baseline("pod-uid", 1)), p: pod(true), wantWas: true},
+		"turned not Ready after the Pod started": {m: member(notReady), p: crashing, wantWas: true, wantFail: failedAt},
 		"not Ready since before the Pod started": {m: member(readyState(metav1.ConditionFalse, ReasonPodNotReady, podStart.Add(-time.Second))), p: crashing, wantFail: podStart.Add(-time.Second)},
 		"no Ready condition yet":                 {m: member(), p: crashing},
+		"restart count recorded for this Pod":    {m: member(notReady, baseline("pod-uid", 7)), p: crashing, wantWas: true, wantFail: failedAt, wantRestarts: ptr.To[int32](7)},
+		"restart count recorded for another Pod": {m: member(notReady, baseline("old-uid", 7)), p: crashing, wantWas: true, wantFail: failedAt},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			if got := wasReady(tc.m, tc.p); got != tc.wantWas {
 				t.Errorf("wasReady = %v, want %v", got, tc.wantWas)
 			}
-			if got := firstFailure(tc.m, tc.p); !got.At.Equal(tc.wantFail) || got.RestartCount != nil {
-				t.Errorf("firstFailure = %+v, want at %v without a restart count", got, tc.wantFail)
+			want := health.Failure{At: tc.wantFail, RestartCount: tc.wantRestarts}
+			if diff := cmp.Diff(want, firstFailure(tc.m, tc.p)); diff != "" {
+				t.Errorf("firstFailure (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRestartBaseline: the restart count is taken when the Pod is first seen up and not Ready,
+// kept while it stays so, and dropped when it is Ready again or not up; another Pod starts
+// over.
+func TestRestartBaseline(t *testing.T) {
+	t.Parallel()
+	podStart := healthNow.Add(-time.Hour)
+	crashing := pod(false, started(podStart, crashLooping(4, exited("Error", "x"))))
+	for name, tc := range map[string]struct {
+		m    *etcdv1alpha2.EtcdMember
+		p    *corev1.Pod
+		want *etcdv1alpha2.RestartBaseline
+	}{
+		"first seen not Ready: taken now": {m: member(), p: crashing,
+			want: &etcdv1alpha2.RestartBaseline{PodUID: "pod-uid", RestartCount: 4}},
+		"still not Ready: kept, however many restarts since": {m: member(baseline("pod-uid", 1)), p: crashing,
+			want: &etcdv1alpha2.RestartBaseline{PodUID: "pod-uid", RestartCount: 1}},
+		"a new Pod: taken again": {m: member(baseline("old-uid", 1)), p: crashing,
+			want: &etcdv1alpha2.RestartBaseline{PodUID: "pod-uid", RestartCount: 4}},
+		"Ready again: dropped": {m: member(baseline("pod-uid", 1)), p: pod(true, started(podStart, crashLooping(4, nil)))},
+		"no Pod: dropped":      {m: member(baseline("pod-uid", 1))},
+		"Pending: nothing to count": {m: member(),
+			p: pod(false, func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })},
+		"terminating: dropped": {m: member(baseline("pod-uid", 1)),
+			p: pod(false, started(podStart, crashLooping(4, nil)), func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(healthNow)) })},
+		"no container status yet": {m: member(), p: pod(false)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, restartBaseline(statusInput{member: tc.m, pod: tc.p})); diff != "" {
+				t.Errorf("restartBaseline (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -395,6 +443,31 @@ func TestMemberHealth(t *testing.T) {
 		"a shorter pending grace from the operator": {
 			in:         statusInput{member: member(), pod: pod(false, unschedulablePod(healthNow.Add(-10*time.Second))), graces: health.Graces{Pending: 10 * time.Second}},
 			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonUnschedulable,
+		},
+		"3 restarts since first seen not Ready, within the window: crash loop before memberFailureGrace": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), wasReadyVoter, baseline("pod-uid", 2)),
+				pod: pod(false, started(podStart, crashLooping(5, exited("Error", "panic: boom\n"))))},
+			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonCrashLoop, wantMsg: []string{"restarted 3 times", "last exit: etcd exited with a panic"},
+		},
+		"2 restarts since first seen not Ready: not yet, memberFailureGrace runs": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), wasReadyVoter, baseline("pod-uid", 3)),
+				pod: pod(false, started(podStart, crashLooping(5, exited("Error", "x"))))},
+			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy, wantRecheck: 2 * time.Minute,
+		},
+		"restarts counted for another Pod do not count": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), wasReadyVoter, baseline("old-uid", 0)),
+				pod: pod(false, started(podStart, crashLooping(5, exited("Error", "x"))))},
+			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy, wantRecheck: 2 * time.Minute,
+		},
+		"OOMKilled restarts stay True": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), wasReadyVoter, baseline("pod-uid", 0)),
+				pod: pod(false, started(podStart, crashLooping(5, &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"})))},
+			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy, wantMsg: []string{"OOMKilled"},
+		},
+		"a learner that was never Ready restarting: start failure, not crash loop": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), withID("a1", false), readyState(metav1.ConditionFalse, ReasonLearner, podStart.Add(-time.Second)), baseline("pod-uid", 0)),
+				pod: pod(false, started(podStart, crashLooping(9, exited("Error", "x"))))},
+			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonStartFailed,
 		},
 		"Pending, its volume pinned to a Node that is gone": {
 			in:         statusInput{member: member(current), pvNode: &health.Node{Name: "n1", Gone: true}, pod: pod(false, unschedulablePod(healthNow))},

@@ -96,6 +96,7 @@ func computeStatus(in statusInput, now metav1.Time) etcdv1alpha2.EtcdMemberStatu
 	if m.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory && in.pvcOwned {
 		st.PVCName = desired.PVCName(m.Name)
 	}
+	st.RestartBaseline = restartBaseline(in)
 
 	set := func(t string, c condition) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{

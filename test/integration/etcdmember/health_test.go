@@ -117,6 +117,33 @@ func TestCrashLoopClassified(t *testing.T) {
 	wantMemberFailed(t, c, m, 1)
 }
 
+// TestCrashLoopByRestarts: a member that was Ready and whose etcd restarts 3 more times after
+// it was first seen not Ready is Healthy=False/CrashLoop at once, before memberFailureGrace:
+// the restart count it was first seen failing with is kept in status.restartBaseline.
+func TestCrashLoopByRestarts(t *testing.T) {
+	t.Parallel()
+	c, m := runningVoter(t, "10.0.5.6")
+	panicked := containerExit{reason: "Error", exitCode: 2, message: "panic: something unexpected\n"}
+	crashContainer(t, m, 1, true, panicked, nil)
+	eventually(t, convergeTimeout, "the restart count is recorded when the failure is first seen", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		if b := cur.Status.RestartBaseline; b == nil || b.PodUID != cur.Status.PodUID || b.RestartCount != 1 {
+			return fmt.Errorf("restartBaseline = %+v, want 1 for Pod %s", b, cur.Status.PodUID)
+		}
+		return nil
+	})
+	crashContainer(t, m, 2, true, panicked, nil)
+	crashContainer(t, m, 4, true, panicked, nil)
+	// The grace's message differs ("has not been Ready for memberFailureGrace"): this one can
+	// only come from the restart count.
+	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, health.ReasonCrashLoop,
+		"restarted 3 times or more within 10m0s", "last exit: etcd exited with a panic")
+	wantMemberFailed(t, c, m, 1)
+}
+
 // TestStartFailedClassified: a Pod that runs but never becomes Ready with the member's
 // template is Healthy=False/StartFailed after memberStartGrace, not a crash loop.
 func TestStartFailedClassified(t *testing.T) {
