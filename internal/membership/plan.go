@@ -305,6 +305,11 @@ func replace(s *Scope) (Action, bool) {
 			continue
 		}
 		e, inEtcd := s.etcdMemberByIdentity(m)
+		if answering(s, e, inEtcd) && (reason == health.ReasonCrashLoop || reason == health.ReasonNodeLost) {
+			// It serves again (its Pod came back, its Node returned) and the verdict is a
+			// pass behind: a member with its data intact is never replaced for a past outage.
+			continue
+		}
 		cs = append(cs, candidate{m, reason, inEtcd, e})
 	}
 	if len(cs) == 0 {
@@ -339,6 +344,12 @@ func replace(s *Scope) (Action, bool) {
 		a.Message += ": " + c.m.HealthyMessage
 	}
 	return a, true
+}
+
+// answering reports whether etcd member e answered Status in this pass.
+func answering(s *Scope, e etcdclient.Member, inEtcd bool) bool {
+	_, ok := s.Etcd.Statuses[e.ID]
+	return inEtcd && ok
 }
 
 // neverStarted reports a member that failed to start (Healthy=False/StartFailed) and never

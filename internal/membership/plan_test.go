@@ -380,8 +380,18 @@ func TestReplaceMemberWhoseDataCannotServe(t *testing.T) {
 		t.Errorf("b DataLost: Next = %+v, want the quorum-gated removal of b for replacement", got)
 	}
 	for _, reason := range []string{health.ReasonCrashLoop, health.ReasonNodeLost, health.ReasonDataCorrupt, health.ReasonRemovedFromCluster} {
-		if got := Next(lost(steady3(), "b", reason)); got.Kind != KindRemove || got.RemovalReason != reason {
+		s := lost(steady3(), "b", reason)
+		delete(s.Etcd.Statuses, 2) // down: it does not answer
+		if got := Next(s); got.Kind != KindRemove || got.RemovalReason != reason {
 			t.Errorf("b %s: Next = %+v, want b replaced", reason, got)
+		}
+	}
+	// A crash loop or a lost node whose member answers etcd again: back, with its data.
+	for _, reason := range []string{health.ReasonCrashLoop, health.ReasonNodeLost} {
+		s := lost(steady3(), "b", reason)
+		s.Etcd.Statuses[2] = etcdclient.Status{ID: 2, Leader: 1, RaftAppliedIndex: 2}
+		if got := Next(s); got.Kind == KindRemove {
+			t.Errorf("b %s but answering Status: Next = %+v, want no replacement", reason, got)
 		}
 	}
 	// A template that never ran, an OOM kill and an unschedulable Pod would fail the same way in
