@@ -365,11 +365,27 @@ type EtcdClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// replacementBackoff is set while replacements of members that never started are backed
+	// off (5 minutes, doubling to 1 hour), and cleared once the cluster converges.
+	// +optional
+	ReplacementBackoff *ReplacementBackoff `json:"replacementBackoff,omitempty"`
+
 	// conditions are Available, Progressing and Degraded.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ReplacementBackoff spaces out replacements whose new member never started: the same cause
+// (an image that cannot be pulled, a node that cannot run it) would make every new member fail
+// alike.
+type ReplacementBackoff struct {
+	// attempts counts the consecutive members that never started.
+	Attempts int32 `json:"attempts"`
+
+	// notBefore is when the member that failed last may be replaced.
+	NotBefore metav1.Time `json:"notBefore"`
 }
 
 // EtcdCluster is an etcd cluster run by the operator: one EtcdMember, Pod and PVC per member,

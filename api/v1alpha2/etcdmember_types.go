@@ -160,11 +160,32 @@ type EtcdMemberStatus struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 
+	// restartBaseline is the etcd container's restart count when the member's Pod was first
+	// seen up but not Ready. A Pod keeps no history of its restarts, so this is what counts
+	// them for a crash loop: 3 restarts within 10 minutes of the member turning not Ready make
+	// it Healthy=False/CrashLoop. Unset while the Pod is Ready, Pending or gone.
+	// +optional
+	RestartBaseline *RestartBaseline `json:"restartBaseline,omitempty"`
+
 	// conditions are Ready, Healthy, Updated and VersionDrifted.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RestartBaseline is one Pod's etcd container restart count at one moment.
+type RestartBaseline struct {
+	// podUID is the Pod the count belongs to; another Pod's restarts count from zero.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	PodUID string `json:"podUID"`
+
+	// restartCount is the etcd container's restartCount then.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	RestartCount int32 `json:"restartCount"`
 }
 
 // EtcdMember is one etcd member: it owns the member's Pod, and records its etcd identity. The

@@ -55,6 +55,8 @@ const (
 	DormantSet = "dormant-set"
 	// MemberWoken follows the patch that wakes the dormant member (§8).
 	MemberWoken = "member-woken"
+	// AlarmDisarmed follows AlarmDisarm of the CORRUPT alarm of a replaced member (§9).
+	AlarmDisarmed = "alarm-disarmed"
 )
 
 // Names lists every step, in the order the flows reach them.
@@ -62,7 +64,7 @@ var Names = []string{
 	SpecAdopted, SeedCreated, SeedVoterStamped, SeedInitialClusterPatched, ClusterIDLatched,
 	MemberCreated, LearnerAdded, LearnerInitialClusterPatched, LearnerPromoted, MemberStatusPatched,
 	OrphanRemoved, LeaderMoved, RemovalReasonSet, MemberRemoved, MemberDeleted, PVCDeleted,
-	DormantSet, MemberWoken,
+	DormantSet, MemberWoken, AlarmDisarmed,
 }
 
 // Action runs when an armed step is hit.

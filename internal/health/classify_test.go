@@ -164,7 +164,7 @@ func TestClassify(t *testing.T) {
 		// New template never Ready.
 		{"§9 new template never Ready for memberStartGrace", with(crashing(running(), 10*time.Minute, 0, nil, nil), func(o *health.Observation) {
 			o.Pod.WasReadyWithTemplate, o.Pod.CreatedAt = false, t0.Add(-5*time.Minute)
-		}), want{status: F, reason: health.ReasonStartFailed, action: health.ActionHaltRollout, degraded: health.DegradedMemberStartFailed, contains: []string{"memberStartGrace (5m0s)", "not replaced"}}},
+		}), want{status: F, reason: health.ReasonStartFailed, action: health.ActionHaltRollout, degraded: health.DegradedMemberStartFailed, contains: []string{"memberStartGrace (5m0s)", "rollout halts"}}},
 		{"new template still within memberStartGrace", with(crashing(running(), time.Minute, 0, nil, nil), func(o *health.Observation) {
 			o.Pod.WasReadyWithTemplate, o.Pod.CreatedAt = false, t0.Add(-time.Minute)
 		}), want{status: T, reason: health.ReasonHealthy, action: health.ActionNone, recheck: 4 * time.Minute}},

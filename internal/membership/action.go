@@ -47,6 +47,12 @@ const (
 	KindDeletePVC Kind = "DeletePVC"
 	// KindSetDormant makes the last member dormant (pause).
 	KindSetDormant Kind = "SetDormant"
+	// KindBackoff records status.replacementBackoff (Action.Backoff) for a member that never
+	// started, before it is replaced.
+	KindBackoff Kind = "Backoff"
+	// KindDisarmCorrupt disarms the CORRUPT alarm of a member (Action.MemberID) that is no
+	// longer in etcd.
+	KindDisarmCorrupt Kind = "DisarmCorrupt"
 )
 
 // Progressing reasons (behaviour.md §22) the planner chooses.
@@ -90,6 +96,8 @@ type Action struct {
 	Gate *quorum.Decision
 	// Refused is, for a Blocked action, the kind of the action the gate refused.
 	Refused Kind
+	// Backoff is the replacement back-off to record (KindBackoff).
+	Backoff Backoff
 	// Reason and Message are the Progressing condition the action implies.
 	Reason, Message string
 	// RequeueAfter asks for a pass after this long even if no watch fires; 0 leaves it to

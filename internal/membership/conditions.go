@@ -15,6 +15,7 @@ import (
 // Available and Degraded reasons (behaviour.md §22) computed here.
 const (
 	ReasonAllMembersLost        = "AllMembersLost"
+	ReasonReplacementBackoff    = "ReplacementBackoff"
 	ReasonQuorumLost            = "QuorumLost"
 	ReasonBelowTargetQuorum     = "BelowTargetQuorum"
 	ReasonClusterUnreachable    = "ClusterUnreachable"
@@ -82,7 +83,16 @@ func AllMembersLost(s *Scope) bool {
 			return true
 		}
 	}
-	return false
+	return s.Memory && everyRunningMember(s, health.ReasonDataLost)
+}
+
+// everyRunningMember reports whether the cluster has running members and each of them is
+// Healthy=False with one of reasons.
+func everyRunningMember(s *Scope, reasons ...string) bool {
+	running := s.Running()
+	return len(running) > 0 && !slices.ContainsFunc(running, func(m Member) bool {
+		return !m.Unhealthy || !slices.Contains(reasons, m.HealthyReason)
+	})
 }
 
 // ConditionInput is what the conditions are computed from.
@@ -191,12 +201,19 @@ func degraded(in ConditionInput) metav1.Condition {
 	case AllMembersLost(s):
 		return t(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
 	case quorumLost(s, c):
-		return t(ReasonQuorumLost, "quorum lost; not Ready: "+strings.Join(notReadyVoters(s), ", "))
+		msg := "quorum lost; not Ready: " + strings.Join(notReadyVoters(s), ", ")
+		if everyRunningMember(s, health.ReasonDataLost, health.ReasonDataCorrupt) {
+			// Nothing can be replaced without a quorum, and no member has data to recover from.
+			msg += "; every member's data is lost or corrupt: restore from a snapshot into a new EtcdCluster"
+		}
+		return t(ReasonQuorumLost, msg)
 	case len(s.TLS.MissingSecrets) > 0:
 		return t(ReasonTLSSecretMissing, tlsSecretMessage(s.TLS))
 	case len(blocked) > 0:
 		return t(ReasonMemberDeletionBlocked, fmt.Sprintf("deletion of %s is held because the operator did not initiate it; annotate the member with %s=true to let it be replaced",
 			strings.Join(blocked, ", "), etcdv1alpha2.AnnotationAllowDeletion))
+	case s.Backoff.Attempts > 0 && backingOff(s) != "":
+		return t(ReasonReplacementBackoff, backingOff(s))
 	case len(unschedulable) > 0:
 		return t(ReasonMemberUnschedulable, strings.Join(unschedulable, "; "))
 	case len(unhealthy) > 0:
@@ -206,6 +223,16 @@ func degraded(in ConditionInput) metav1.Condition {
 	default:
 		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionFalse, ReasonQuorumHealthy, "no member needs attention", gen)
 	}
+}
+
+// backingOff describes the member whose replacement the back-off holds, or is empty.
+func backingOff(s *Scope) string {
+	for _, m := range s.Running() {
+		if neverStarted(s, m) {
+			return backoffMessage(m, s.Backoff.Attempts) + "; " + m.HealthyMessage
+		}
+	}
+	return ""
 }
 
 // notReadyVoters names the running voters that are not Ready, sorted.

@@ -78,11 +78,22 @@ func finishInterrupted(s *Scope) (Action, bool) {
 			return join(s, m), true
 		}
 	}
-	// A learner no EtcdMember explains, e.g. one added by an operator that crashed before it
-	// patched the member it added it for, and whose member was then deleted.
-	for _, e := range s.Learners() {
-		if _, ok := s.MemberOf(e); ok {
+	// An etcd member no EtcdMember explains: a learner added by an operator that crashed before
+	// it patched the member it added it for, and whose member was then deleted; or a member whose
+	// EtcdMember was deleted around the finalizer. A member whose PVC survives is left for
+	// re-adoption instead: its data may be the cluster's. Learners first, as they cost no quorum.
+	orphanable := s.Learners()
+	if s.ClusterID != "" {
+		// Before the cluster ID is latched, bootstrap judges the voters.
+		orphanable = append(orphanable, s.Voters()...)
+	}
+	for _, e := range orphanable {
+		if _, ok := s.MemberOf(e); ok || hasPVCOf(s, e) {
 			continue
+		}
+		kind := "learner"
+		if !e.IsLearner {
+			kind = "voter"
 		}
 		seen, ok := s.Etcd.FirstSeen[e.ID]
 		if !ok || s.Now.Sub(seen) < s.orphanGrace() {
@@ -91,12 +102,18 @@ func finishInterrupted(s *Scope) (Action, bool) {
 				wait -= s.Now.Sub(seen)
 			}
 			return Action{Kind: KindWait, MemberID: e.ID, Reason: ReasonScalingUp,
-				Message:      fmt.Sprintf("learner %s has no EtcdMember; removing it once %s have passed", e.IDHex(), s.orphanGrace()),
+				Message:      fmt.Sprintf("%s %s has no EtcdMember; removing it once %s have passed", kind, s.DisplayName(e), s.orphanGrace()),
 				RequeueAfter: wait}, true
 		}
 		a := Action{Kind: KindRemoveOrphan, MemberID: e.ID, Reason: ReasonScalingUp,
-			Message: fmt.Sprintf("removing learner %s, which no EtcdMember explains", e.IDHex())}
+			Message: fmt.Sprintf("removing %s %s, which no EtcdMember explains", kind, s.DisplayName(e))}
 		return gated(s, a, quorum.Remove(s.DisplayName(e))), true
+	}
+	// A CORRUPT alarm outlives the member it names, and it makes etcd refuse writes
+	// cluster-wide: disarm it once the member is out of etcd.
+	if alarms := corruptAlarmsToDisarm(s); len(alarms) > 0 {
+		return Action{Kind: KindDisarmCorrupt, MemberID: alarms[0].MemberID, Reason: ReasonReplacingMember,
+			Message: fmt.Sprintf("disarming the CORRUPT alarm of removed member %s", etcdclient.FormatID(alarms[0].MemberID))}, true
 	}
 	// The PVC of a member that is gone from Kubernetes and from etcd.
 	for _, p := range orphanPVCs(s) {
@@ -104,6 +121,13 @@ func finishInterrupted(s *Scope) (Action, bool) {
 			Message: fmt.Sprintf("deleting PVC %s of removed member %s", p.Name, p.Member)}, true
 	}
 	return Action{}, false
+}
+
+// hasPVCOf reports whether a data PVC names etcd member e by its name or peer URL.
+func hasPVCOf(s *Scope, e etcdclient.Member) bool {
+	return slices.ContainsFunc(s.PVCs, func(p PVC) bool {
+		return p.Member != "" && (e.Name == p.Member || slices.ContainsFunc(e.PeerURLs, func(u string) bool { return NameFromPeerURL(u) == p.Member }))
+	})
 }
 
 // orphanPVCs are PVCs whose member is neither an EtcdMember (by name or UID) nor in etcd's member
@@ -232,30 +256,144 @@ func bootstrap(s *Scope) Action {
 		Reason: ReasonBootstrapping, Message: fmt.Sprintf("seed %s formed the cluster", seed.Name)}
 }
 
-// replaceable are the Healthy reasons whose member cannot recover in place: its data is gone or
-// wrong, or etcd no longer counts it (behaviour.md §9). Crash loops, lost nodes and failed starts
-// are classified but not yet replaced.
-var replaceable = []string{health.ReasonDataLost, health.ReasonDataCorrupt, health.ReasonRemovedFromCluster}
+// replaceable are the Healthy reasons whose member cannot recover in place (behaviour.md §9):
+// its data is gone or wrong, etcd no longer counts it, its process keeps failing though it ran
+// with its current template before, or its node is lost. StartFailed (a template that never ran),
+// OOMKilled (a replacement would be killed too) and Unschedulable (a new Pod would have the
+// same constraints) are reported, never replaced.
+var replaceable = []string{health.ReasonDataLost, health.ReasonDataCorrupt, health.ReasonRemovedFromCluster,
+	health.ReasonCrashLoop, health.ReasonNodeLost}
 
-// replace removes one member whose data cannot serve again; scale-up then adds a fresh member in
-// its place. It is the scale-down removal (same annotation, same crash-safe steps, same quorum
-// gate) with the Healthy reason as removal-reason. One at a time: a member being removed holds
-// any other step until it is gone.
+// Removal reasons of replacements a person asked for.
+const (
+	// RemovalReasonReplace: the replace annotation.
+	RemovalReasonReplace = "Replace"
+	// RemovalReasonDeletionAllowed: a deletion the operator did not start, allowed by the
+	// allow-deletion annotation.
+	RemovalReasonDeletionAllowed = "DeletionAllowed"
+)
+
+// replace removes one member that has to go; scale-up then adds a fresh member in its place. It
+// is the scale-down removal (same annotation, same crash-safe steps, same quorum gate) with the
+// cause as removal-reason. One at a time: a member being removed holds any other step until it
+// is gone. Members etcd does not list go first: removing them costs no quorum.
 func replace(s *Scope) (Action, bool) {
-	members := slices.Clone(s.Members)
-	slices.SortFunc(members, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
-	for _, m := range members {
-		if !m.Unhealthy || !slices.Contains(replaceable, m.HealthyReason) || m.RemovalReason != "" || m.Deleting || m.Dormant {
+	type candidate struct {
+		m      Member
+		reason string
+		inEtcd bool
+		e      etcdclient.Member
+	}
+	var cs []candidate
+	for _, m := range s.Members {
+		if m.RemovalReason != "" || m.Dormant {
 			continue
 		}
-		e, inEtcd := s.EtcdMemberOf(m)
-		a := removeAction(s, m, e, inEtcd, m.HealthyReason)
-		if a.Kind == KindRemove {
-			a.Message += ": " + m.HealthyMessage
+		var reason string
+		switch {
+		case m.Deleting && m.AllowDeletion:
+			reason = RemovalReasonDeletionAllowed
+		case m.Deleting:
+			continue // held by the finalizer until a person allows it
+		case m.ReplaceAnnotated:
+			reason = RemovalReasonReplace
+		case m.Unhealthy && slices.Contains(replaceable, m.HealthyReason):
+			reason = m.HealthyReason
+		case neverStarted(s, m):
+			reason = health.ReasonStartFailed
+		default:
+			continue
 		}
+		e, inEtcd := s.etcdMemberByIdentity(m)
+		if answering(s, e, inEtcd) && (reason == health.ReasonCrashLoop || reason == health.ReasonNodeLost) {
+			// It serves again (its Pod came back, its Node returned) and the verdict is a
+			// pass behind: a member with its data intact is never replaced for a past outage.
+			continue
+		}
+		cs = append(cs, candidate{m, reason, inEtcd, e})
+	}
+	if len(cs) == 0 {
+		return Action{}, false
+	}
+	slices.SortFunc(cs, func(a, b candidate) int {
+		if a.inEtcd != b.inEtcd {
+			if !a.inEtcd {
+				return -1
+			}
+			return 1
+		}
+		return compareStrings(a.m.Name, b.m.Name)
+	})
+	c := cs[0]
+	if c.reason == health.ReasonStartFailed {
+		if a, ok := backoff(s, c.m); ok {
+			return a, true
+		}
+	}
+	if a, ok := moveLeadershipFrom(s, c.m, c.e, c.inEtcd, ReasonReplacingMember); ok {
 		return a, true
 	}
+	a := removeAction(s, c.m, c.e, c.inEtcd, c.reason)
+	switch {
+	case a.Kind == KindBlocked && c.reason == RemovalReasonDeletionAllowed:
+		a.Message = fmt.Sprintf("the deletion of %s (%s=true) is held: removing it from etcd now would break quorum: %s",
+			c.m.Name, "allow-deletion", a.Message)
+	case a.Kind == KindRemove && c.reason == RemovalReasonReplace && c.m.ReplaceRequested != "":
+		a.Message += ": " + c.m.ReplaceRequested
+	case a.Kind == KindRemove && c.m.HealthyMessage != "" && c.reason == c.m.HealthyReason:
+		a.Message += ": " + c.m.HealthyMessage
+	}
+	return a, true
+}
+
+// answering reports whether etcd member e answered Status in this pass.
+func answering(s *Scope, e etcdclient.Member, inEtcd bool) bool {
+	_, ok := s.Etcd.Statuses[e.ID]
+	return inEtcd && ok
+}
+
+// neverStarted reports a member that failed to start (Healthy=False/StartFailed) and never
+// became a voter: a new member of a scale-up or a replacement. It holds the one learner slot, so
+// it is replaced, after a back-off. A voter that fails to start a new template is a halted roll
+// instead, and is left for a person.
+func neverStarted(s *Scope, m Member) bool {
+	if !m.Unhealthy || m.HealthyReason != health.ReasonStartFailed {
+		return false
+	}
+	e, inEtcd := s.etcdMemberByIdentity(m)
+	return !inEtcd || e.IsLearner
+}
+
+// backoff holds the replacement of member m, which never started, for the back-off in force:
+// each member in a row that never starts doubles the wait, from ReplacementBackoffBase up to
+// ReplacementBackoffMax. A member created after the back-off last ended is a new failure and
+// starts the next, longer one. It returns false once m may be replaced.
+func backoff(s *Scope, m Member) (Action, bool) {
+	b := s.Backoff
+	if m.Created.After(b.NotBefore) {
+		next := Backoff{Attempts: b.Attempts + 1}
+		next.NotBefore = s.Now.Add(BackoffFor(next.Attempts))
+		return Action{Kind: KindBackoff, Member: m.Name, Backoff: next, Reason: ReasonReplacingMember,
+			RequeueAfter: BackoffFor(next.Attempts), Message: backoffMessage(m, next.Attempts)}, true
+	}
+	if wait := b.NotBefore.Sub(s.Now); wait > 0 {
+		return Action{Kind: KindWait, Member: m.Name, Reason: ReasonReplacingMember, RequeueAfter: wait,
+			Message: backoffMessage(m, b.Attempts)}, true
+	}
 	return Action{}, false
+}
+
+// BackoffFor is the wait before replacing the attempts-th member in a row that never started.
+func BackoffFor(attempts int32) time.Duration {
+	d := ReplacementBackoffBase
+	for i := int32(1); i < attempts && d < ReplacementBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, ReplacementBackoffMax)
+}
+
+func backoffMessage(m Member, attempts int32) string {
+	return fmt.Sprintf("member %s never started (%d in a row); replacing it %s after its failure", m.Name, attempts, BackoffFor(attempts))
 }
 
 // promote promotes a learner that has an EtcdMember, or waits for it to start.
@@ -323,14 +461,25 @@ func wake(s *Scope) (Action, bool) {
 func scaleDown(s *Scope, running []Member) (Action, bool) {
 	victim := RankVictims(s, running)[0]
 	e, inEtcd := s.EtcdMemberOf(victim)
-	if inEtcd && !e.IsLearner && e.ID == s.Etcd.Leader {
-		if to, ok := leaderTransferee(s, e.ID); ok {
-			a := Action{Kind: KindMoveLeader, Member: victim.Name, MemberID: to.ID, Reason: ReasonScalingDown,
-				Message: fmt.Sprintf("moving leadership from %s to %s before removing it", victim.Name, s.DisplayName(to))}
-			return gated(s, a, quorum.MoveLeader(s.DisplayName(to))), true
-		}
+	if a, ok := moveLeadershipFrom(s, victim, e, inEtcd, ReasonScalingDown); ok {
+		return a, true
 	}
 	return removeAction(s, victim, e, inEtcd, RemovalReasonScaleDown), true
+}
+
+// moveLeadershipFrom moves leadership away from a member about to be removed, when it leads and
+// a healthy voter can take over: clients then see a planned hand-over instead of an election.
+func moveLeadershipFrom(s *Scope, victim Member, e etcdclient.Member, inEtcd bool, reason string) (Action, bool) {
+	if !inEtcd || e.IsLearner || e.ID != s.Etcd.Leader {
+		return Action{}, false
+	}
+	to, ok := leaderTransferee(s, e.ID)
+	if !ok {
+		return Action{}, false
+	}
+	a := Action{Kind: KindMoveLeader, Member: victim.Name, MemberID: to.ID, Reason: reason,
+		Message: fmt.Sprintf("moving leadership from %s to %s before removing it", victim.Name, s.DisplayName(to))}
+	return gated(s, a, quorum.MoveLeader(s.DisplayName(to))), true
 }
 
 // removeAction removes member m (etcd member e when inEtcd) and deletes its EtcdMember.

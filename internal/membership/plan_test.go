@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -378,9 +379,26 @@ func TestReplaceMemberWhoseDataCannotServe(t *testing.T) {
 	if got.Kind != KindRemove || got.Member != "b" || got.RemovalReason != health.ReasonDataLost || got.Reason != ReasonReplacingMember || got.MemberID != 2 {
 		t.Errorf("b DataLost: Next = %+v, want the quorum-gated removal of b for replacement", got)
 	}
-	for _, reason := range []string{health.ReasonCrashLoop, health.ReasonNodeLost, health.ReasonStartFailed, health.ReasonUnschedulable} {
+	for _, reason := range []string{health.ReasonCrashLoop, health.ReasonNodeLost, health.ReasonDataCorrupt, health.ReasonRemovedFromCluster} {
+		s := lost(steady3(), "b", reason)
+		delete(s.Etcd.Statuses, 2) // down: it does not answer
+		if got := Next(s); got.Kind != KindRemove || got.RemovalReason != reason {
+			t.Errorf("b %s: Next = %+v, want b replaced", reason, got)
+		}
+	}
+	// A crash loop or a lost node whose member answers etcd again: back, with its data.
+	for _, reason := range []string{health.ReasonCrashLoop, health.ReasonNodeLost} {
+		s := lost(steady3(), "b", reason)
+		s.Etcd.Statuses[2] = etcdclient.Status{ID: 2, Leader: 1, RaftAppliedIndex: 2}
+		if got := Next(s); got.Kind == KindRemove {
+			t.Errorf("b %s but answering Status: Next = %+v, want no replacement", reason, got)
+		}
+	}
+	// A template that never ran, an OOM kill and an unschedulable Pod would fail the same way in
+	// a new member: reported, never replaced.
+	for _, reason := range []string{health.ReasonStartFailed, health.ReasonUnschedulable} {
 		if got := Next(lost(steady3(), "b", reason)); got.Kind == KindRemove {
-			t.Errorf("b %s: Next = %+v, want no replacement yet", reason, got)
+			t.Errorf("b %s: Next = %+v, want no replacement", reason, got)
 		}
 	}
 	// Two of three lost: no quorum, so nothing destructive happens.
@@ -410,5 +428,208 @@ func TestReplaceMemberWhoseDataCannotServe(t *testing.T) {
 	s.PVCs = []PVC{s.PVCs[0], s.PVCs[2]}
 	if got := Next(s); got.Kind != KindCreateMember {
 		t.Errorf("old member gone: Next = %+v, want the replacement member created", got)
+	}
+}
+
+func TestReplaceFromEtcdsView(t *testing.T) {
+	t.Parallel()
+	classified := func(s Scope) Scope {
+		s.Members = slices.Clone(s.Members)
+		s.ClassifyFromEtcd()
+		return s
+	}
+	// Someone ran `etcdctl member remove` on b, which recorded its ID.
+	s := steady3()
+	for i := range s.Members {
+		s.Members[i].MemberID = uint64(i + 1)
+	}
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(3, "c"))
+	s = classified(s)
+	if m := s.Members[1]; !m.Unhealthy || m.HealthyReason != health.ReasonRemovedFromCluster {
+		t.Fatalf("b after an outside MemberRemove: %+v, want Healthy=False/RemovedFromCluster", m)
+	}
+	if got := Next(s); got.Kind != KindRemove || got.Member != "b" || got.InEtcd || got.RemovalReason != health.ReasonRemovedFromCluster {
+		t.Errorf("b removed outside: Next = %+v, want its EtcdMember deleted (no MemberRemove)", got)
+	}
+	if c := Count(&s); c.Broken != 1 {
+		t.Errorf("brokenMembers = %d, want 1", c.Broken)
+	}
+	// Re-added under the same name by hand: a new ID, no data. The recorded ID still decides.
+	s = steady3()
+	s.Members[1].MemberID = 2
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(9, "b"), voter(3, "c"))
+	if s = classified(s); s.Members[1].HealthyReason != health.ReasonRemovedFromCluster {
+		t.Errorf("b re-added with a new ID: %+v, want RemovedFromCluster", s.Members[1])
+	}
+	// Nothing is concluded while etcd does not answer, for pending members, or for members the
+	// operator is removing itself.
+	s = steady3()
+	s.Members[1].MemberID = 2
+	s.Etcd = Etcd{}
+	if s = classified(s); s.Members[1].Unhealthy {
+		t.Errorf("etcd unknown: b %+v, want no verdict", s.Members[1])
+	}
+	s = steady3()
+	s.Members = append(s.Members, with(mem("d", 4), func(m *Member) { m.Pending = true }))
+	s.Members[1].RemovalReason = RemovalReasonScaleDown
+	s.Members[1].MemberID = 2
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(3, "c"))
+	s = classified(s)
+	if s.Members[1].Unhealthy || s.Members[3].Unhealthy {
+		t.Errorf("scale-down victim or pending member marked: %+v, %+v", s.Members[1], s.Members[3])
+	}
+
+	// A CORRUPT alarm names c: replaced through the gate (c no longer counts healthy, so the
+	// removal leaves a and b, a quorum of 2), then the alarm is disarmed.
+	s = steady3()
+	s.Etcd.Alarms = []etcdclient.Alarm{{MemberID: 3, Type: etcdclient.AlarmCorrupt}}
+	s = classified(s)
+	if m := s.Members[2]; m.HealthyReason != health.ReasonDataCorrupt {
+		t.Fatalf("c with a CORRUPT alarm: %+v, want DataCorrupt", m)
+	}
+	if got := Next(s); got.Kind != KindRemove || got.Member != "c" || !got.InEtcd || got.RemovalReason != health.ReasonDataCorrupt {
+		t.Errorf("c corrupt: Next = %+v, want c removed from etcd", got)
+	}
+	s = steady3()
+	s.Members, s.PVCs = s.Members[:2], s.PVCs[:2]
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"))
+	s.Etcd.Alarms = []etcdclient.Alarm{{MemberID: 3, Type: etcdclient.AlarmCorrupt}}
+	if got := Next(classified(s)); got.Kind != KindDisarmCorrupt || got.MemberID != 3 {
+		t.Errorf("c gone, alarm left: Next = %+v, want its CORRUPT alarm disarmed", got)
+	}
+}
+
+func TestReplaceOnRequest(t *testing.T) {
+	t.Parallel()
+	// kubectl etcd replace-member: the replace annotation, with a reason.
+	s := steady3()
+	s.Members[2].ReplaceAnnotated, s.Members[2].ReplaceRequested = true, "disk is slow"
+	got := Next(s)
+	if got.Kind != KindRemove || got.Member != "c" || got.RemovalReason != RemovalReasonReplace || !strings.Contains(got.Message, "disk is slow") {
+		t.Errorf("replace annotation: Next = %+v, want c replaced, the reason quoted", got)
+	}
+	// A deletion the operator did not start waits for a person; allow-deletion turns it into
+	// a replacement.
+	s = steady3()
+	s.Members[0].Deleting = true
+	if got := Next(s); got.Kind == KindRemove {
+		t.Errorf("foreign deletion without allow-deletion: Next = %+v, want no removal", got)
+	}
+	s.Members[0].AllowDeletion = true
+	if got := Next(s); got.Kind != KindMoveLeader || got.Member != "a" || got.Reason != ReasonReplacingMember {
+		t.Errorf("allow-deletion on the leader: Next = %+v, want leadership moved away from a first", got)
+	}
+	s.Etcd.Leader = 2
+	if got := Next(s); got.Kind != KindRemove || got.Member != "a" || got.RemovalReason != RemovalReasonDeletionAllowed {
+		t.Errorf("allow-deletion: Next = %+v, want a removed as DeletionAllowed", got)
+	}
+	// ... unless removing it would break quorum: refused, and the message says which deletion
+	// waits and why.
+	s.Etcd.Statuses = map[uint64]etcdclient.Status{1: s.Etcd.Statuses[1], 2: s.Etcd.Statuses[2]}
+	s.Members[1].PodReady, s.Members[1].Ready = true, true
+	s.Members[2].PodReady, s.Members[2].Ready, s.Members[2].PodRunning = false, false, false
+	got = Next(s)
+	if got.Kind != KindBlocked || got.Refused != KindRemove || !strings.Contains(got.Message, "allow-deletion") || !strings.Contains(got.Message, "quorum") {
+		t.Errorf("allow-deletion without a quorum to spare: Next = %+v, want Blocked naming allow-deletion and quorum", got)
+	}
+}
+
+func TestOrphanVoterRemovedUnlessItsPVCRemains(t *testing.T) {
+	t.Parallel()
+	// c's EtcdMember was deleted around its finalizer in a Memory cluster: no PVC, no data.
+	s := steady3()
+	s.Members, s.PVCs = s.Members[:2], nil
+	if got := Next(s); got.Kind != KindRemoveOrphan || got.MemberID != 3 {
+		t.Errorf("voter without EtcdMember or PVC: Next = %+v, want it removed", got)
+	}
+	s.Etcd.FirstSeen[3] = s.Now.Add(-10 * time.Second)
+	if got := Next(s); got.Kind != KindWait || got.MemberID != 3 {
+		t.Errorf("voter seen 10s ago: Next = %+v, want a wait for orphanMemberGrace", got)
+	}
+	// With its PVC, its data may be the cluster's: never removed as an orphan.
+	s = steady3()
+	s.Members = s.Members[:2]
+	if got := Next(s); got.Kind == KindRemoveOrphan {
+		t.Errorf("voter whose PVC remains: Next = %+v, want no removal", got)
+	}
+}
+
+func TestAllMemoryMembersLost(t *testing.T) {
+	t.Parallel()
+	s := steady3()
+	s.Memory, s.PVCs = true, nil
+	for i := range s.Members {
+		s.Members[i].Unhealthy, s.Members[i].HealthyReason = true, health.ReasonDataLost
+		s.Members[i].PodRunning, s.Members[i].PodReady, s.Members[i].Ready = false, false, false
+	}
+	s.Etcd = Etcd{}
+	if !AllMembersLost(&s) {
+		t.Errorf("every Memory member DataLost: AllMembersLost false")
+	}
+	if got := Next(s); got.Mutates() {
+		t.Errorf("every Memory member lost: Next = %+v, want nothing done", got)
+	}
+	s.Memory = false
+	if AllMembersLost(&s) {
+		t.Errorf("PVC members with wiped data: AllMembersLost true, want QuorumLost")
+	}
+	conds := Conditions(ConditionInput{Scope: &s, Action: Next(s)})
+	for _, c := range conds {
+		if c.Type == "Degraded" && !strings.Contains(c.Message, "restore from a snapshot") {
+			t.Errorf("every data dir lost: Degraded %q, want a restore recommended", c.Message)
+		}
+	}
+}
+
+func TestReplacementBackoff(t *testing.T) {
+	t.Parallel()
+	// d, added as a learner to replace a lost member, never starts.
+	failed := func(s Scope, created time.Time) Scope {
+		s.Members = append(slices.Clone(s.Members), with(mem("d", 0), func(m *Member) {
+			m.Created, m.Ready, m.PodReady = created, false, false
+			m.Unhealthy, m.HealthyReason, m.HealthyMessage = true, health.ReasonStartFailed, "the Pod has not become Ready"
+		}))
+		s.Etcd.Members = append(slices.Clone(s.Etcd.Members), learner(4, "d", false))
+		return s
+	}
+	s := failed(steady3(), t0)
+	got := Next(s)
+	if got.Kind != KindBackoff || got.Backoff.Attempts != 1 || !got.Backoff.NotBefore.Equal(s.Now.Add(5*time.Minute)) {
+		t.Fatalf("first member that never started: Next = %+v, want a 5m back-off recorded", got)
+	}
+	s.Backoff = got.Backoff
+	s.Now = s.Now.Add(time.Minute)
+	if got := Next(s); got.Kind != KindWait || got.RequeueAfter != 4*time.Minute {
+		t.Errorf("inside the back-off: Next = %+v, want a 4m wait", got)
+	}
+	var degraded string
+	for _, c := range Conditions(ConditionInput{Scope: &s, Action: Next(s)}) {
+		if c.Type == "Degraded" {
+			degraded = c.Reason
+		}
+	}
+	if degraded != ReasonReplacementBackoff {
+		t.Errorf("inside the back-off: Degraded reason %q, want ReplacementBackoff", degraded)
+	}
+	s.Now = s.Now.Add(5 * time.Minute)
+	if got := Next(s); got.Kind != KindRemove || got.Member != "d" || got.RemovalReason != health.ReasonStartFailed {
+		t.Errorf("back-off over: Next = %+v, want d removed for replacement", got)
+	}
+	// Its successor fails too: created after the back-off ended, it doubles the wait, up to 1h.
+	s2 := failed(steady3(), s.Now.Add(time.Minute))
+	s2.Backoff, s2.Now = s.Backoff, s.Now.Add(10*time.Minute)
+	if got := Next(s2); got.Kind != KindBackoff || got.Backoff.Attempts != 2 || got.RequeueAfter != 10*time.Minute {
+		t.Errorf("second member in a row that never started: Next = %+v, want a 10m back-off", got)
+	}
+	for attempts, want := range map[int32]time.Duration{1: 5 * time.Minute, 3: 20 * time.Minute, 4: 40 * time.Minute, 5: time.Hour, 30: time.Hour} {
+		if got := BackoffFor(attempts); got != want {
+			t.Errorf("BackoffFor(%d) = %s, want %s", attempts, got, want)
+		}
+	}
+	// A voter whose new template fails to start is a halted roll: never replaced.
+	s = steady3()
+	s.Members[1].Unhealthy, s.Members[1].HealthyReason = true, health.ReasonStartFailed
+	if got := Next(s); got.Kind == KindRemove || got.Kind == KindBackoff {
+		t.Errorf("voter StartFailed: Next = %+v, want no replacement", got)
 	}
 }

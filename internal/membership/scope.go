@@ -28,6 +28,11 @@ const (
 	// starting (a refused step waits quietly) rather than unhealthy (the refusal is reported
 	// as WaitingForHealthyMembers with a Warning Event).
 	StartingVoterGrace = time.Minute
+	// ReplacementBackoffBase is the wait before replacing the first member that never started;
+	// each further one in a row doubles it, up to ReplacementBackoffMax.
+	ReplacementBackoffBase = 5 * time.Minute
+	// ReplacementBackoffMax caps the wait between replacements of members that never start.
+	ReplacementBackoffMax = time.Hour
 	// DefaultOrphanMemberGrace is how long a learner no EtcdMember explains is left alone
 	// before it is removed: long enough for a cache to catch up with a member just created.
 	DefaultOrphanMemberGrace = time.Minute
@@ -82,6 +87,12 @@ type Member struct {
 	// VoterHint is status.isVoter. It is used for conditions only while etcd does not answer,
 	// never for a membership decision.
 	VoterHint bool
+	// MemberID is status.memberID; zero until the member controller recorded it.
+	MemberID uint64
+	// ReplaceRequested is the replace annotation's value (a person's reason); empty without it.
+	ReplaceRequested string
+	// ReplaceAnnotated is true when the replace annotation is present, whatever its value.
+	ReplaceAnnotated bool
 }
 
 // Running reports whether the member counts towards the running members: neither dormant nor
@@ -141,6 +152,19 @@ type Scope struct {
 	Bootstrapping bool
 	// TLS is the TLS material spec.tls asks for that is missing.
 	TLS TLS
+	// Memory is true for a cluster whose members keep their data in memory: a member that
+	// lost its Pod lost its data.
+	Memory bool
+	// Backoff is status.replacementBackoff; zero when none is in force.
+	Backoff Backoff
+}
+
+// Backoff spaces out replacements of members that never started (behaviour.md §9).
+type Backoff struct {
+	// Attempts counts the consecutive members that never started.
+	Attempts int32
+	// NotBefore is when the member that failed last may be replaced.
+	NotBefore time.Time
 }
 
 // orphanGrace returns the grace in force.

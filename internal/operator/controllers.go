@@ -16,8 +16,8 @@ type controllerSetup func(mgr ctrl.Manager) error
 //
 // This is the one place where controllers are added. Each lives in its own package under
 // internal/controller/ and receives what it needs from Options through its constructor (for example the
-// etcd image repository and the cluster domain), so that the controller packages never import this
-// one. Concurrency needs no wiring: managerOptions sets it for every controller.
+// etcd image repository, the cluster domain and the graces), so that the controller packages never
+// import this one. Concurrency needs no wiring: managerOptions sets it for every controller.
 //
 // Each controller gets its own etcd client pool: a pool holds one client per cluster, keyed by the
 // endpoints it was dialled with, and the two controllers dial different endpoint sets (the cluster
@@ -26,13 +26,16 @@ type controllerSetup func(mgr ctrl.Manager) error
 func controllers(opts Options) []controllerSetup {
 	return []controllerSetup{
 		func(mgr ctrl.Manager) error {
-			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool()).SetupWithManager(mgr)
+			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool(),
+				etcdcluster.WithOrphanMemberGrace(opts.OrphanMemberGrace),
+			).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error {
 			return etcdmember.SetupWithManager(mgr,
 				etcdmember.WithImageRepository(opts.EtcdImageRepository),
 				etcdmember.WithClusterDomain(opts.ClusterDomain),
 				etcdmember.WithEtcdClients(etcdclient.NewPool()),
+				etcdmember.WithGraces(opts.Graces),
 			)
 		},
 	}

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+
+	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
 // EnvPrefix starts the name of every environment variable the operator reads. The rest of the name
@@ -31,6 +34,12 @@ const (
 	FlagGracefulShutdownTimeout = "graceful-shutdown-timeout"
 	FlagLogLevel                = "log-level"
 	FlagLogFormat               = "log-format"
+	FlagMemberFailureGrace      = "member-failure-grace"
+	FlagMemberStartGrace        = "member-start-grace"
+	FlagPendingGrace            = "pending-grace"
+	FlagNodeLostGrace           = "node-lost-grace"
+	FlagTerminatingGrace        = "terminating-grace"
+	FlagOrphanMemberGrace       = "orphan-member-grace"
 )
 
 // Defaults of the settings whose default is not the zero value.
@@ -76,6 +85,12 @@ type Options struct {
 	MetricsBindAddress string
 	// GracefulShutdownTimeout bounds how long the manager waits for its runnables after a stop signal.
 	GracefulShutdownTimeout time.Duration
+	// Graces are how long each member failure may last before the member's Healthy condition
+	// turns False (behaviour.md §9, §24); the EtcdMember controller classifies with them.
+	Graces health.Graces
+	// OrphanMemberGrace is how long the EtcdCluster controller leaves an etcd member that no
+	// EtcdMember explains before it removes it.
+	OrphanMemberGrace time.Duration
 	// Log configures the process logger.
 	Log LogOptions
 }
@@ -268,6 +283,25 @@ func settings() []setting {
 				return err
 			},
 		},
+		graceSetting(FlagMemberFailureGrace, health.DefaultMemberFailureGrace,
+			"a member that was Ready may stay not Ready before it is Healthy=False/CrashLoop",
+			func(o *Options, d time.Duration) { o.Graces.MemberFailure = d }),
+		graceSetting(FlagMemberStartGrace, health.DefaultMemberStartGrace,
+			"a member's Pod with a new template may take to become Ready before the member is Healthy=False/StartFailed",
+			func(o *Options, d time.Duration) { o.Graces.MemberStart = d }),
+		graceSetting(FlagPendingGrace, health.DefaultPendingGrace,
+			"a member's Pod may stay unschedulable before the member is Healthy=False/Unschedulable",
+			func(o *Options, d time.Duration) { o.Graces.Pending = d }),
+		graceSetting(FlagNodeLostGrace, health.DefaultNodeLostGrace,
+			"the Node a Pending member's volume is pinned to may stay NotReady before the member is Healthy=False/NodeLost",
+			func(o *Options, d time.Duration) { o.Graces.NodeLost = d }),
+		graceSetting(FlagTerminatingGrace, health.DefaultTerminatingGrace,
+			"a member's Pod may stay terminating on a NotReady Node past its own grace period before the member is "+
+				"Healthy=False/NodeLost",
+			func(o *Options, d time.Duration) { o.Graces.Terminating = d }),
+		graceSetting(FlagOrphanMemberGrace, membership.DefaultOrphanMemberGrace,
+			"an etcd member that no EtcdMember explains is left alone before it is removed from etcd",
+			func(o *Options, d time.Duration) { o.OrphanMemberGrace = d }),
 		{
 			flag:  FlagLogLevel,
 			def:   "info",
@@ -287,6 +321,21 @@ func settings() []setting {
 				o.Log.Format = f
 				return err
 			},
+		},
+	}
+}
+
+// graceSetting is one grace flag: the same shape and validation for each, so that the six read
+// alike in --help and docs/operator.md.
+func graceSetting(name string, def time.Duration, what string, set func(*Options, time.Duration)) setting {
+	return setting{
+		flag:  name,
+		def:   def.String(),
+		usage: "How long (a `duration`) " + what + ".",
+		apply: func(o *Options, v string) error {
+			d, err := parseGrace(v, def)
+			set(o, d)
+			return err
 		},
 	}
 }

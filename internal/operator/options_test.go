@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/etcd-operator/etcd-operator/internal/health"
 )
 
 // mapEnv turns a map into a lookupEnv function, so that tests never touch the process environment
@@ -30,6 +32,8 @@ func defaultOptions() Options {
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
 		MetricsBindAddress:      DefaultMetricsBindAddress,
 		GracefulShutdownTimeout: DefaultGracefulShutdownTimeout,
+		Graces:                  health.DefaultGraces(),
+		OrphanMemberGrace:       time.Minute,
 		Log:                     LogOptions{Level: zapcore.InfoLevel, Format: LogFormatJSON},
 	}
 }
@@ -56,6 +60,12 @@ func TestParseOptionsValid(t *testing.T) {
 				"--health-probe-bind-address=127.0.0.1:9000",
 				"--metrics-bind-address=0",
 				"--graceful-shutdown-timeout=5s",
+				"--member-failure-grace=90s",
+				"--member-start-grace=10m",
+				"--pending-grace=2m",
+				"--node-lost-grace=1h",
+				"--terminating-grace=30s",
+				"--orphan-member-grace=5m",
 				"--log-level=debug",
 				"--log-format=console",
 			},
@@ -70,6 +80,9 @@ func TestParseOptionsValid(t *testing.T) {
 				o.HealthProbeBindAddress = "127.0.0.1:9000"
 				o.MetricsBindAddress = "0"
 				o.GracefulShutdownTimeout = 5 * time.Second
+				o.Graces = health.Graces{MemberFailure: 90 * time.Second, MemberStart: 10 * time.Minute,
+					Pending: 2 * time.Minute, NodeLost: time.Hour, Terminating: 30 * time.Second}
+				o.OrphanMemberGrace = 5 * time.Minute
 				o.Log = LogOptions{Level: zapcore.DebugLevel, Format: LogFormatConsole}
 			},
 		},
@@ -85,6 +98,12 @@ func TestParseOptionsValid(t *testing.T) {
 				"ETCD_OPERATOR_HEALTH_PROBE_BIND_ADDRESS":  ":9001",
 				"ETCD_OPERATOR_METRICS_BIND_ADDRESS":       ":9002",
 				"ETCD_OPERATOR_GRACEFUL_SHUTDOWN_TIMEOUT":  "1m",
+				"ETCD_OPERATOR_MEMBER_FAILURE_GRACE":       "4m",
+				"ETCD_OPERATOR_MEMBER_START_GRACE":         "6m",
+				"ETCD_OPERATOR_PENDING_GRACE":              "7m",
+				"ETCD_OPERATOR_NODE_LOST_GRACE":            "8m",
+				"ETCD_OPERATOR_TERMINATING_GRACE":          "9m",
+				"ETCD_OPERATOR_ORPHAN_MEMBER_GRACE":        " 2m ",
 				"ETCD_OPERATOR_LOG_LEVEL":                  "error",
 				"ETCD_OPERATOR_LOG_FORMAT":                 "CONSOLE",
 				"ETCD_OPERATOR_KUBECONFIG":                 "/ignored: kubeconfig reads $KUBECONFIG through client-go",
@@ -100,6 +119,9 @@ func TestParseOptionsValid(t *testing.T) {
 				o.HealthProbeBindAddress = ":9001"
 				o.MetricsBindAddress = ":9002"
 				o.GracefulShutdownTimeout = time.Minute
+				o.Graces = health.Graces{MemberFailure: 4 * time.Minute, MemberStart: 6 * time.Minute,
+					Pending: 7 * time.Minute, NodeLost: 8 * time.Minute, Terminating: 9 * time.Minute}
+				o.OrphanMemberGrace = 2 * time.Minute
 				o.Log = LogOptions{Level: zapcore.ErrorLevel, Format: LogFormatConsole}
 			},
 		},
@@ -121,6 +143,11 @@ func TestParseOptionsValid(t *testing.T) {
 			name:   "blanks around namespaces are trimmed",
 			args:   []string{"-watch-namespaces= a ,b "},
 			modify: func(o *Options) { o.WatchNamespaces = []string{"a", "b"} },
+		},
+		{
+			name:   "a grace of exactly the minimum",
+			args:   []string{"--pending-grace=1s"},
+			modify: func(o *Options) { o.Graces.Pending = time.Second },
 		},
 		{
 			name:   "log verbosity number",
@@ -218,6 +245,12 @@ func TestParseOptionsInvalidValue(t *testing.T) {
 		{name: "probe and metrics on one address from env", env: map[string]string{"ETCD_OPERATOR_HEALTH_PROBE_BIND_ADDRESS": ":8080"}, wantFlag: FlagHealthProbeBindAddress, wantSource: SourceEnv},
 		{name: "shutdown timeout zero", args: []string{"--graceful-shutdown-timeout=0s"}, wantFlag: FlagGracefulShutdownTimeout, wantSource: SourceFlag},
 		{name: "shutdown timeout without unit", args: []string{"--graceful-shutdown-timeout=30"}, wantFlag: FlagGracefulShutdownTimeout, wantSource: SourceFlag},
+		{name: "failure grace zero", args: []string{"--member-failure-grace=0s"}, wantFlag: FlagMemberFailureGrace, wantSource: SourceFlag},
+		{name: "start grace negative", args: []string{"--member-start-grace=-5m"}, wantFlag: FlagMemberStartGrace, wantSource: SourceFlag},
+		{name: "pending grace without unit", args: []string{"--pending-grace=300"}, wantFlag: FlagPendingGrace, wantSource: SourceFlag},
+		{name: "node-lost grace in milliseconds", args: []string{"--node-lost-grace=5ms"}, wantFlag: FlagNodeLostGrace, wantSource: SourceFlag},
+		{name: "terminating grace empty", env: map[string]string{"ETCD_OPERATOR_TERMINATING_GRACE": ""}, wantFlag: FlagTerminatingGrace, wantSource: SourceEnv},
+		{name: "orphan grace not a duration", env: map[string]string{"ETCD_OPERATOR_ORPHAN_MEMBER_GRACE": "one minute"}, wantFlag: FlagOrphanMemberGrace, wantSource: SourceEnv},
 		{name: "log level unknown name", args: []string{"--log-level=verbose"}, wantFlag: FlagLogLevel, wantSource: SourceFlag},
 		{name: "log level warn is not offered", args: []string{"--log-level=warn"}, wantFlag: FlagLogLevel, wantSource: SourceFlag},
 		{name: "log level negative", env: map[string]string{"ETCD_OPERATOR_LOG_LEVEL": "-1"}, wantFlag: FlagLogLevel, wantSource: SourceEnv},
@@ -264,6 +297,11 @@ func TestOptionErrorMessage(t *testing.T) {
 			env:  map[string]string{"ETCD_OPERATOR_MAX_CONCURRENT_RECONCILES": "abc"},
 			want: `invalid value "abc" for ETCD_OPERATOR_MAX_CONCURRENT_RECONCILES (--max-concurrent-reconciles): ` +
 				`must be a whole number such as 4`,
+		},
+		{
+			name: "grace",
+			args: []string{"--node-lost-grace=5ms"},
+			want: `invalid value "5ms" for --node-lost-grace: must be a duration of at least 1s, such as 5m0s (the default)`,
 		},
 		{
 			name: "image tag",

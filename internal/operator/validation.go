@@ -143,6 +143,20 @@ func parsePositiveDuration(v string) (time.Duration, error) {
 	return d, nil
 }
 
+// minGrace is the shortest grace accepted. A grace is minutes by design; anything below a second
+// is a unit typed wrong ("3ms" for "3m"), and would turn every blip of a member into a failure,
+// or a replacement.
+const minGrace = time.Second
+
+// parseGrace reads a grace flag: a Go duration of at least minGrace.
+func parseGrace(v string, def time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < minGrace {
+		return 0, fmt.Errorf("must be a duration of at least %s, such as %s (the default)", minGrace, def)
+	}
+	return d, nil
+}
+
 // parseLogLevel maps a level name or a logr verbosity onto a zap level. logr's V(n) is zap level -n,
 // so "debug" is verbosity 1 and each higher number adds more detail.
 func parseLogLevel(v string) (zapcore.Level, error) {

@@ -94,6 +94,11 @@ func (p *pass) planAndAct(ctx context.Context) (ctrl.Result, error) {
 		err = p.deletePVC(ctx, a)
 	case membership.KindSetDormant:
 		err = p.setDormant(ctx, a)
+	case membership.KindDisarmCorrupt:
+		err = p.disarmCorrupt(ctx, a)
+	case membership.KindBackoff:
+		p.backoff(a)
+		return ctrl.Result{RequeueAfter: a.RequeueAfter}, nil
 	default:
 		// A planner/controller mismatch: retrying cannot help.
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("the planner returned an unknown action %q", a.Kind))

@@ -265,8 +265,12 @@ func (p *pass) scope() membership.Scope {
 		Bootstrapping:     bootstrapping(p.cluster),
 		TLS:               p.tls,
 	}
+	if b := p.cluster.Status.ReplacementBackoff; b != nil {
+		s.Backoff = membership.Backoff{Attempts: b.Attempts, NotBefore: b.NotBefore.Time}
+	}
 	if o := p.cluster.Status.Observed; o != nil {
 		s.Target = o.Replicas
+		s.Memory = o.Storage.Medium == etcdv1alpha2.StorageMediumMemory
 	}
 	for i := range p.members {
 		s.Members = append(s.Members, p.memberView(&p.members[i]))
@@ -277,6 +281,7 @@ func (p *pass) scope() membership.Scope {
 			MemberUID: pvc.Annotations[etcdv1alpha2.AnnotationMemberUID], Deleting: !pvc.DeletionTimestamp.IsZero(),
 		})
 	}
+	s.ClassifyFromEtcd()
 	return s
 }
 
@@ -289,6 +294,9 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 	if r := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionReady); r != nil && r.Status == metav1.ConditionFalse {
 		notReady = r.Message
 	}
+	replaceReason, replaceAnnotated := m.Annotations[etcdv1alpha2.AnnotationReplace]
+	// An unparsable ID is treated as unknown: the member is then matched by peer URL and name.
+	memberID, _ := etcdclient.ParseID(m.Status.MemberID)
 	var healthyReason, healthyMessage string
 	if h := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionHealthy); h != nil && h.Status == metav1.ConditionFalse {
 		healthyReason, healthyMessage = h.Reason, h.Message
@@ -316,6 +324,9 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 		PodReady:         podReady(pod),
 		ContainerStarted: containerStarted(pod),
 		VoterHint:        m.Status.IsVoter,
+		MemberID:         memberID,
+		ReplaceRequested: replaceReason,
+		ReplaceAnnotated: replaceAnnotated,
 	}
 }
 

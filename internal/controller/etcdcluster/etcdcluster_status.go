@@ -183,6 +183,10 @@ func (p *pass) computeStatus() (membership.Scope, membership.Counts) {
 	if p.action.Kind == "" {
 		p.action = membership.Next(s) // the pass stopped before planning: report what it would do
 	}
+	if p.action.Kind == membership.KindNone && p.action.Reason == membership.ReasonReconciled {
+		// Converged: the next member that fails to start begins a fresh back-off.
+		c.Status.ReplacementBackoff = nil
+	}
 	for _, cond := range membership.Conditions(membership.ConditionInput{Scope: &s, Action: p.action, Lock: p.lock, Generation: c.Generation}) {
 		meta.SetStatusCondition(&c.Status.Conditions, cond)
 	}

@@ -2,8 +2,8 @@
 // objects and reports what it observes (behaviour.md §1). It creates the member's data PVC
 // (data-<member>) and its Pod (<member>), deletes the Pod when the member is made dormant, keeps
 // the Pod's role=voter label and additionalMetadata in place, and writes the member's
-// Pod-facing status (podName, podUID, pvcName, replicas, selector) and its Ready, Updated,
-// VersionDrifted and (for a Memory member that lost its data) Healthy conditions.
+// Pod-facing status (podName, podUID, pvcName, replicas, selector, restartBaseline) and its
+// Ready, Updated, VersionDrifted and Healthy conditions (Healthy from internal/health).
 //
 // It never changes etcd membership (style.md rule 2): the EtcdCluster controller adds, promotes
 // and removes members and writes memberID, isVoter and version. The only etcd call made here is

@@ -191,7 +191,9 @@ func clusterChangesThatMatter() predicate.Funcs {
 // RBAC. Pods are created and deleted here and nowhere else; PVCs are created here and patched
 // (metadata) here, deleted only by the EtcdCluster controller. Secrets are read by name,
 // uncached, for CA digests and the etcd client's TLS material and credentials. Nodes are read
-// from the cache, only for a Pod stuck terminating, to tell whether its Node is lost.
+// from the cache, only for a Pod stuck terminating or a Pending Pod whose volume is pinned to
+// a Node, to tell whether that Node is lost. PersistentVolumes are read uncached, by name, only
+// for such a Pending Pod: the PV's node affinity names the Node.
 //
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;patch;update
@@ -200,6 +202,7 @@ func clusterChangesThatMatter() predicate.Funcs {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -211,11 +214,12 @@ func clusterChangesThatMatter() predicate.Funcs {
 //  2. Build the scope once: the parent EtcdCluster (present, deleting, gone or unreadable, checked
 //     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
 //  3. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
-//     replicas, selector, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
+//     replicas, selector, restartBaseline, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
 //     observations and patched once, only if it changed. Healthy is health.Classify's verdict
-//     on the Pod, its etcd container's terminations and, for a Pod stuck terminating, its Node;
-//     Healthy turning False (or changing its reason while False) is announced with one
-//     MemberFailed Warning.
+//     on the Pod, its etcd container's terminations and restarts since it was first seen not
+//     Ready (status.restartBaseline), for a Pod stuck terminating its Node, and for a Pending
+//     Pod the Node its bound volume is pinned to; Healthy turning False (or changing its reason
+//     while False) is announced with one MemberFailed Warning.
 //  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
 //     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)
 //     and release it, or hold it and say why. Nothing else runs.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
@@ -26,10 +27,10 @@ func memberHealth(in statusInput, now time.Time) (c condition, recheck time.Dura
 }
 
 // observe fills the classifier's Observation from what one pass saw: the member as fetched,
-// its own Pod, the Node that Pod runs on, and the parent's cluster ID. etcd's view is left
-// empty: this controller reads etcd's member list only to release its finalizer, and never
-// alarms or per-member Status, so the rows that need them (removed from the cluster, CORRUPT
-// alarm, unreachable) cannot fire here.
+// its own Pod, the Node that Pod runs on, the Node a Pending Pod's volume is pinned to, and the
+// parent's cluster ID. etcd's view is left empty: this controller reads etcd's member list
+// only to release its finalizer, and never alarms or per-member Status, so the rows that need
+// them (removed from the cluster, CORRUPT alarm, unreachable) cannot fire here.
 func observe(in statusInput, now time.Time) health.Observation {
 	m := in.member
 	obs := health.Observation{
@@ -40,6 +41,7 @@ func observe(in statusInput, now time.Time) health.Observation {
 		Memory:         m.Spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory,
 		Dormant:        m.Spec.Dormant,
 		RecordedPodUID: m.Status.PodUID,
+		PVNode:         in.pvNode,
 	}
 	if in.pod == nil {
 		return obs
@@ -158,15 +160,43 @@ func wasReady(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
 		r.LastTransitionTime.After(pod.Status.StartTime.Time)
 }
 
-// firstFailure is when the member started failing: the moment its Ready condition turned
-// False. Restart counts at that moment are not recorded anywhere, so only memberFailureGrace
-// (not the restart count) can make a crash loop.
+// firstFailure is when the member started failing, the moment its Ready condition turned
+// False, and its etcd container's restart count then: status.restartBaseline, when a previous
+// pass recorded it for this same Pod. Without it only memberFailureGrace can make a crash
+// loop.
 func firstFailure(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) health.Failure {
 	r := readyConditionOf(m)
 	if podReady(pod) || r == nil || r.Status != metav1.ConditionFalse {
 		return health.Failure{}
 	}
-	return health.Failure{At: r.LastTransitionTime.Time}
+	f := health.Failure{At: r.LastTransitionTime.Time}
+	if b := m.Status.RestartBaseline; b != nil && b.PodUID == string(pod.UID) {
+		f.RestartCount = &b.RestartCount
+	}
+	return f
+}
+
+// restartBaseline is the status.restartBaseline a pass writes: the etcd container's restart
+// count when the Pod was first seen up and not Ready, kept while it stays so, and cleared when
+// it is Ready again, Pending, terminating or gone. It is taken when the failure is first seen,
+// not while the member is Ready, for two reasons: a Ready member's restart count would have
+// to be rewritten whenever it changed, and after the operator was down, restarts from long
+// before (a node reboot last week) would count as a loop now; counted from the first pass that
+// sees the failure, a loop is only ever late by the restarts that pass missed. Keyed by Pod
+// UID, because a new Pod's restarts count from zero.
+func restartBaseline(in statusInput) *etcdv1alpha2.RestartBaseline {
+	p := in.pod
+	if p == nil || podReady(p) || !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
+		return nil
+	}
+	cs := etcdContainerStatus(p)
+	if cs == nil {
+		return nil
+	}
+	if b := in.member.Status.RestartBaseline; b != nil && b.PodUID == string(p.UID) {
+		return b.DeepCopy()
+	}
+	return &etcdv1alpha2.RestartBaseline{PodUID: string(p.UID), RestartCount: cs.RestartCount}
 }
 
 // podNode reads the Node the member's Pod is bound to, from the cache, only when the
@@ -203,4 +233,119 @@ func nodeObservation(n *corev1.Node) *health.Node {
 		}
 	}
 	return out
+}
+
+// pvNode reads the Node the volume of a Pending member Pod is pinned to, only when the
+// classification needs it: a Pod that cannot be scheduled may be waiting for a Node that is
+// gone or down, which no new Pod can fix. The PersistentVolume is read uncached, by name (one
+// cluster-wide PV informer for a rare case would cost every operator its memory), and only
+// while the Pod is Pending and unscheduled with a bound claim, so passes over running members
+// read nothing. nil means it is not needed, or the volume is not pinned to one Node.
+func (r *Reconciler) pvNode(ctx context.Context, pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim) (*health.Node, error) {
+	if !awaitingNode(pod) || pvc == nil || pvc.Spec.VolumeName == "" {
+		return nil, nil
+	}
+	pv := &corev1.PersistentVolume{}
+	switch err := r.apiReader.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading PersistentVolume %s: %w", pvc.Spec.VolumeName, err)
+	}
+	pin, ok := pinnedNode(pv)
+	if !ok {
+		return nil, nil
+	}
+	return r.lookupNode(ctx, pin)
+}
+
+// awaitingNode reports whether the Pod is Pending and not placed: not bound to a Node yet, or
+// refused by the scheduler.
+func awaitingNode(pod *corev1.Pod) bool {
+	if pod == nil || !pod.DeletionTimestamp.IsZero() || (pod.Status.Phase != corev1.PodPending && pod.Status.Phase != "") {
+		return false
+	}
+	if pod.Spec.NodeName == "" {
+		return true
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return true
+		}
+	}
+	return false
+}
+
+// nodePin names the one Node a volume can be used on: by its kubernetes.io/hostname label
+// (local volumes, local-path and most node-local provisioners) or by metadata.name (a
+// matchFields term).
+type nodePin struct {
+	value      string
+	byHostname bool
+}
+
+// pinnedNode returns the Node a PersistentVolume's required node affinity pins it to. Every
+// term (terms are ORed) must name the same single Node; a volume usable on several Nodes, or
+// pinned by other labels (a zone), is not pinned, since losing one Node does not strand it.
+func pinnedNode(pv *corev1.PersistentVolume) (nodePin, bool) {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nodePin{}, false
+	}
+	var pin nodePin
+	for i, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		p, ok := termPin(term)
+		if !ok || (i > 0 && p != pin) {
+			return nodePin{}, false
+		}
+		pin = p
+	}
+	return pin, pin.value != ""
+}
+
+// termPin returns the single Node one node selector term pins to: one requirement, operator
+// In, one value, on the hostname label or the name field.
+func termPin(term corev1.NodeSelectorTerm) (nodePin, bool) {
+	switch {
+	case len(term.MatchExpressions) == 1 && len(term.MatchFields) == 0:
+		e := term.MatchExpressions[0]
+		if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
+			return nodePin{value: e.Values[0], byHostname: true}, true
+		}
+	case len(term.MatchFields) == 1 && len(term.MatchExpressions) == 0:
+		f := term.MatchFields[0]
+		if f.Key == metav1.ObjectNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+			return nodePin{value: f.Values[0]}, true
+		}
+	}
+	return nodePin{}, false
+}
+
+// lookupNode finds the pinned Node in the cache, as podNode does. The hostname label usually
+// equals the Node's name but need not (some clouds name Nodes after instance IDs), so a
+// hostname is looked up by label first and by name after; only when neither finds a Node is
+// it gone, because a Node wrongly called gone gets its member replaced.
+func (r *Reconciler) lookupNode(ctx context.Context, pin nodePin) (*health.Node, error) {
+	if pin.byHostname {
+		var nodes corev1.NodeList
+		if err := r.client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelHostname: pin.value}); err != nil {
+			return nil, fmt.Errorf("listing the Node labelled %s=%s: %w", corev1.LabelHostname, pin.value, err)
+		}
+		switch len(nodes.Items) {
+		case 0:
+		case 1:
+			return nodeObservation(&nodes.Items[0]), nil
+		default:
+			// Two Nodes claim one hostname: which one holds the volume cannot be told, so
+			// neither is called lost.
+			return nil, nil
+		}
+	}
+	n := &corev1.Node{}
+	switch err := r.client.Get(ctx, types.NamespacedName{Name: pin.value}, n); {
+	case apierrors.IsNotFound(err):
+		return &health.Node{Name: pin.value, Gone: true}, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Node %s: %w", pin.value, err)
+	}
+	return nodeObservation(n), nil
 }

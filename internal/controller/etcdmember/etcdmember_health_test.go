@@ -1,6 +1,7 @@
 package etcdmember
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
@@ -160,31 +164,154 @@ func TestPreviousTermination(t *testing.T) {
 	}
 }
 
+// baseline sets status.restartBaseline as a previous pass recorded it.
+func baseline(podUID string, restarts int32) func(*etcdv1alpha2.EtcdMember) {
+	return func(m *etcdv1alpha2.EtcdMember) {
+		m.Status.RestartBaseline = &etcdv1alpha2.RestartBaseline{PodUID: podUID, RestartCount: restarts}
+	}
+}
+
 // TestWasReadyAndFirstFailure: the member's Ready condition is the memory of a Pod that was
-// Ready; a Ready condition that was False before the Pod started says it never was.
+// Ready; a Ready condition that was False before the Pod started says it never was. The
+// restart count at the first failure is status.restartBaseline, for the same Pod only.
 func TestWasReadyAndFirstFailure(t *testing.T) {
 	t.Parallel()
 	podStart := healthNow.Add(-time.Hour)
 	failedAt := healthNow.Add(-time.Minute)
 	crashing := pod(false, started(podStart, crashLooping(1, exited("Error", "x"))))
+	notReady := readyState(metav1.ConditionFalse, ReasonPodNotReady, failedAt)
 	for name, tc := range map[string]struct {
-		m        *etcdv1alpha2.EtcdMember
-		p        *corev1.Pod
-		wantWas  bool
-		wantFail time.Time
+		m            *etcdv1alpha2.EtcdMember
+		p            *corev1.Pod
+		wantWas      bool
+		wantFail     time.Time
+		wantRestarts *int32
 	}{
-		"Ready now":                              {m: member(readyState(metav1.ConditionTrue, ReasonPodReady, podStart)), p: pod(true), wantWas: true},
-		"turned not Ready after the Pod started": {m: member(readyState(metav1.ConditionFalse, ReasonPodNotReady, failedAt)), p: crashing, wantWas: true, wantFail: failedAt},
+		"Ready now":                              {m: member(readyState(metav1.ConditionTrue, ReasonPodReady, podStart), baseline("pod-uid", 1)), p: pod(true), wantWas: true},
+		"turned not Ready after the Pod started": {m: member(notReady), p: crashing, wantWas: true, wantFail: failedAt},
 		"not Ready since before the Pod started": {m: member(readyState(metav1.ConditionFalse, ReasonPodNotReady, podStart.Add(-time.Second))), p: crashing, wantFail: podStart.Add(-time.Second)},
 		"no Ready condition yet":                 {m: member(), p: crashing},
+		"restart count recorded for this Pod":    {m: member(notReady, baseline("pod-uid", 7)), p: crashing, wantWas: true, wantFail: failedAt, wantRestarts: ptr.To[int32](7)},
+		"restart count recorded for another Pod": {m: member(notReady, baseline("old-uid", 7)), p: crashing, wantWas: true, wantFail: failedAt},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			if got := wasReady(tc.m, tc.p); got != tc.wantWas {
 				t.Errorf("wasReady = %v, want %v", got, tc.wantWas)
 			}
-			if got := firstFailure(tc.m, tc.p); !got.At.Equal(tc.wantFail) || got.RestartCount != nil {
-				t.Errorf("firstFailure = %+v, want at %v without a restart count", got, tc.wantFail)
+			want := health.Failure{At: tc.wantFail, RestartCount: tc.wantRestarts}
+			if diff := cmp.Diff(want, firstFailure(tc.m, tc.p)); diff != "" {
+				t.Errorf("firstFailure (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRestartBaseline: the restart count is taken when the Pod is first seen up and not Ready,
+// kept while it stays so, and dropped when it is Ready again or not up; another Pod starts
+// over.
+func TestRestartBaseline(t *testing.T) {
+	t.Parallel()
+	podStart := healthNow.Add(-time.Hour)
+	crashing := pod(false, started(podStart, crashLooping(4, exited("Error", "x"))))
+	for name, tc := range map[string]struct {
+		m    *etcdv1alpha2.EtcdMember
+		p    *corev1.Pod
+		want *etcdv1alpha2.RestartBaseline
+	}{
+		"first seen not Ready: taken now": {m: member(), p: crashing,
+			want: &etcdv1alpha2.RestartBaseline{PodUID: "pod-uid", RestartCount: 4}},
+		"still not Ready: kept, however many restarts since": {m: member(baseline("pod-uid", 1)), p: crashing,
+			want: &etcdv1alpha2.RestartBaseline{PodUID: "pod-uid", RestartCount: 1}},
+		"a new Pod: taken again": {m: member(baseline("old-uid", 1)), p: crashing,
+			want: &etcdv1alpha2.RestartBaseline{PodUID: "pod-uid", RestartCount: 4}},
+		"Ready again: dropped": {m: member(baseline("pod-uid", 1)), p: pod(true, started(podStart, crashLooping(4, nil)))},
+		"no Pod: dropped":      {m: member(baseline("pod-uid", 1))},
+		"Pending: nothing to count": {m: member(),
+			p: pod(false, func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })},
+		"terminating: dropped": {m: member(baseline("pod-uid", 1)),
+			p: pod(false, started(podStart, crashLooping(4, nil)), func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(healthNow)) })},
+		"no container status yet": {m: member(), p: pod(false)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, restartBaseline(statusInput{member: tc.m, pod: tc.p})); diff != "" {
+				t.Errorf("restartBaseline (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPinnedNode: only a volume whose required node affinity names one Node, by hostname
+// label or by name, is pinned to it.
+func TestPinnedNode(t *testing.T) {
+	t.Parallel()
+	hostname := func(values ...string) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: values}}}
+	}
+	name := func(v string) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{v}}}}
+	}
+	pv := func(terms ...corev1.NodeSelectorTerm) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{
+			Required: &corev1.NodeSelector{NodeSelectorTerms: terms}}}}
+	}
+	zone := corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}}}
+	both := hostname("n1")
+	both.MatchExpressions = append(both.MatchExpressions, zone.MatchExpressions...)
+	for name, tc := range map[string]struct {
+		pv   *corev1.PersistentVolume
+		want nodePin
+		ok   bool
+	}{
+		"local volume, hostname label": {pv: pv(hostname("n1")), want: nodePin{value: "n1", byHostname: true}, ok: true},
+		"by name":                      {pv: pv(name("n1")), want: nodePin{value: "n1"}, ok: true},
+		"the same node in every term":  {pv: pv(hostname("n1"), hostname("n1")), want: nodePin{value: "n1", byHostname: true}, ok: true},
+		"no node affinity":             {pv: &corev1.PersistentVolume{}},
+		"no required terms":            {pv: &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{}}}},
+		"no terms":                     {pv: pv()},
+		"two nodes in one term":        {pv: pv(hostname("n1", "n2"))},
+		"two nodes in two terms":       {pv: pv(hostname("n1"), hostname("n2"))},
+		"a zone, not a node":           {pv: pv(zone)},
+		"a node and more":              {pv: pv(both)},
+		"NotIn":                        {pv: pv(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"n1"}}}})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := pinnedNode(tc.pv)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("pinnedNode = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// TestAwaitingNode: a PersistentVolume is read only for a Pending Pod that no Node runs.
+func TestAwaitingNode(t *testing.T) {
+	t.Parallel()
+	pendingPod := func(opts ...func(*corev1.Pod)) *corev1.Pod {
+		return pod(false, append([]func(*corev1.Pod){func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }}, opts...)...)
+	}
+	bound := func(p *corev1.Pod) { p.Spec.NodeName = "n1" }
+	for name, tc := range map[string]struct {
+		p    *corev1.Pod
+		want bool
+	}{
+		"no Pod":                            {},
+		"running":                           {p: pod(true)},
+		"Pending, not bound to a Node":      {p: pendingPod(), want: true},
+		"no phase yet":                      {p: pod(false, func(p *corev1.Pod) { p.Status.Phase = "" }), want: true},
+		"Pending, refused by the scheduler": {p: pendingPod(unschedulablePod(healthNow)), want: true},
+		"Pending on its Node (starting)":    {p: pendingPod(bound)},
+		"Pending and terminating":           {p: pendingPod(func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(healthNow)) })},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if got := awaitingNode(tc.p); got != tc.want {
+				t.Errorf("awaitingNode = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -317,6 +444,50 @@ func TestMemberHealth(t *testing.T) {
 			in:         statusInput{member: member(), pod: pod(false, unschedulablePod(healthNow.Add(-10*time.Second))), graces: health.Graces{Pending: 10 * time.Second}},
 			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonUnschedulable,
 		},
+		"3 restarts since first seen not Ready, within the window: crash loop before memberFailureGrace": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), wasReadyVoter, baseline("pod-uid", 2)),
+				pod: pod(false, started(podStart, crashLooping(5, exited("Error", "panic: boom\n"))))},
+			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonCrashLoop, wantMsg: []string{"restarted 3 times", "last exit: etcd exited with a panic"},
+		},
+		"2 restarts since first seen not Ready: not yet, memberFailureGrace runs": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), wasReadyVoter, baseline("pod-uid", 3)),
+				pod: pod(false, started(podStart, crashLooping(5, exited("Error", "x"))))},
+			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy, wantRecheck: 2 * time.Minute,
+		},
+		"restarts counted for another Pod do not count": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), wasReadyVoter, baseline("old-uid", 0)),
+				pod: pod(false, started(podStart, crashLooping(5, exited("Error", "x"))))},
+			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy, wantRecheck: 2 * time.Minute,
+		},
+		"OOMKilled restarts stay True": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), wasReadyVoter, baseline("pod-uid", 0)),
+				pod: pod(false, started(podStart, crashLooping(5, &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"})))},
+			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy, wantMsg: []string{"OOMKilled"},
+		},
+		"a learner that was never Ready restarting: start failure, not crash loop": {
+			in: statusInput{member: member(current, recordedPod("pod-uid"), withID("a1", false), readyState(metav1.ConditionFalse, ReasonLearner, podStart.Add(-time.Second)), baseline("pod-uid", 0)),
+				pod: pod(false, started(podStart, crashLooping(9, exited("Error", "x"))))},
+			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonStartFailed,
+		},
+		"Pending, its volume pinned to a Node that is gone": {
+			in:         statusInput{member: member(current), pvNode: &health.Node{Name: "n1", Gone: true}, pod: pod(false, unschedulablePod(healthNow))},
+			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonNodeLost, wantMsg: []string{"bound to node n1", "new volume elsewhere"},
+		},
+		"Pending, its volume pinned to a Node NotReady past the node-lost grace": {
+			in: statusInput{member: member(current), pvNode: &health.Node{Name: "n1", NotReadySince: healthNow.Add(-5 * time.Minute)},
+				pod: pod(false, unschedulablePod(healthNow))},
+			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonNodeLost,
+		},
+		"Pending, its volume pinned to a Node NotReady for a minute: look again in 4": {
+			in: statusInput{member: member(current), pvNode: &health.Node{Name: "n1", NotReadySince: healthNow.Add(-time.Minute)},
+				pod: pod(false, unschedulablePod(healthNow))},
+			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy, wantRecheck: 4 * time.Minute,
+		},
+		"a shorter node-lost grace from the operator": {
+			in: statusInput{member: member(current), pvNode: &health.Node{Name: "n1", NotReadySince: healthNow.Add(-time.Minute)},
+				pod: pod(false, unschedulablePod(healthNow)), graces: health.Graces{NodeLost: time.Minute}},
+			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonNodeLost,
+		},
 		"dormant": {
 			in:         statusInput{member: member(dormant, recordedPod("old-uid"))},
 			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy, wantMsg: []string{"dormant"},
@@ -333,6 +504,82 @@ func TestMemberHealth(t *testing.T) {
 				if !strings.Contains(got.message, sub) {
 					t.Errorf("message %q does not contain %q", got.message, sub)
 				}
+			}
+		})
+	}
+}
+
+// TestPVNode is the decision wiring of the pinned-Node lookup: the PersistentVolume is read
+// (uncached) only for a Pending, unplaced Pod with a bound claim; the Node is found by its
+// hostname label, then by name, and is gone only when neither finds it.
+func TestPVNode(t *testing.T) {
+	t.Parallel()
+	notReady := metav1.NewTime(healthNow.Add(-time.Minute))
+	node := func(name string, labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: notReady}}}}
+	}
+	hostLabel := map[string]string{corev1.LabelHostname: "host-1"}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+		Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"host-1"}}}}}}}}}
+	boundPVC := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
+	pendingPod := pod(false, unschedulablePod(healthNow))
+	for name, tc := range map[string]struct {
+		pod       *corev1.Pod
+		pvc       *corev1.PersistentVolumeClaim
+		objects   []client.Object
+		want      *health.Node
+		wantReads int
+	}{
+		"the Node carrying the hostname label": {pod: pendingPod, pvc: boundPVC, wantReads: 1,
+			objects: []client.Object{pv, node("i-0abc", hostLabel), node("host-2", nil)},
+			want:    &health.Node{Name: "i-0abc", NotReadySince: notReady.Time}},
+		"no label, the Node named like the hostname": {pod: pendingPod, pvc: boundPVC, wantReads: 1,
+			objects: []client.Object{pv, node("host-1", nil)},
+			want:    &health.Node{Name: "host-1", NotReadySince: notReady.Time}},
+		"no such Node: gone": {pod: pendingPod, pvc: boundPVC, wantReads: 1,
+			objects: []client.Object{pv, node("host-2", nil)},
+			want:    &health.Node{Name: "host-1", Gone: true}},
+		"two Nodes with the hostname: unknown": {pod: pendingPod, pvc: boundPVC, wantReads: 1,
+			objects: []client.Object{pv, node("a", hostLabel), node("b", hostLabel)}},
+		"the PV is gone: unknown": {pod: pendingPod, pvc: boundPVC, wantReads: 1},
+		"claim not bound yet: nothing read": {pod: pendingPod, pvc: &corev1.PersistentVolumeClaim{},
+			objects: []client.Object{pv}},
+		"Pod running: nothing read": {pod: pod(true), pvc: boundPVC, objects: []client.Object{pv}},
+		"no claim: nothing read":    {pod: pendingPod, objects: []client.Object{pv}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tc.objects...).Build()
+			reads := 0
+			live := interceptor.NewClient(c, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.PersistentVolume); ok {
+						reads++
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			cached := interceptor.NewClient(c, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.PersistentVolume); ok {
+						t.Errorf("PersistentVolume %s read from the cache", key.Name)
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			got, err := New(cached, live).pvNode(t.Context(), tc.pod, tc.pvc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("pinned Node (-want +got):\n%s", diff)
+			}
+			if reads != tc.wantReads {
+				t.Errorf("%d PersistentVolume reads, want %d", reads, tc.wantReads)
 			}
 		})
 	}

@@ -63,6 +63,9 @@ type statusInput struct {
 	clusterID string
 	// node is the Node the Pod is bound to, when the classification needs it (nil otherwise).
 	node *health.Node
+	// pvNode is the Node a Pending Pod's volume is pinned to, when the classification needs
+	// it (nil otherwise).
+	pvNode *health.Node
 }
 
 // condition is a condition without its bookkeeping (generation, transition time), so that the
@@ -93,6 +96,7 @@ func computeStatus(in statusInput, now metav1.Time) etcdv1alpha2.EtcdMemberStatu
 	if m.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory && in.pvcOwned {
 		st.PVCName = desired.PVCName(m.Name)
 	}
+	st.RestartBaseline = restartBaseline(in)
 
 	set := func(t string, c condition) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -250,6 +254,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) (time.Duration,
 		return 0, err
 	}
 	in.node = node
+	if sc.pvcOwned {
+		if in.pvNode, err = r.pvNode(ctx, in.pod, sc.pvc); err != nil {
+			return 0, err
+		}
+	}
 	if in.pod != nil && sc.original.Annotations[etcdv1alpha2.AnnotationTemplateHash] == "" && in.notes.desiredHash == "" {
 		if ca, missing, err := r.caDigests(ctx, sc.original); err == nil && missing == "" {
 			in.notes.desiredHash = desired.TemplateHash(&sc.original.Spec, r.image(sc.original.Spec.Version), ca)

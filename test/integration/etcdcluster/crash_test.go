@@ -13,6 +13,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/failpoint"
 )
 
@@ -119,6 +120,9 @@ func (d *crashDriver) until(what string, check func() error) {
 // parallel tests of the package only after it returned.
 func TestCrashConsistency(t *testing.T) {
 	for _, step := range failpoint.Names {
+		if step == failpoint.AlarmDisarmed {
+			continue // only a replacement reaches it: TestCrashDuringReplacement
+		}
 		t.Run(step, func(t *testing.T) {
 			w := newWorld(t)
 			name := "crash"
@@ -270,16 +274,7 @@ func TestCrashAfterSpecChange(t *testing.T) {
 					t.Errorf("member churn: %s is among the %d members %v but not among the %d members %v", m, len(small), small, len(large), large)
 				}
 			}
-			// Distinct calls: a retry of a call etcd refused is the same change.
-			adds, removes := map[string]bool{}, map[string]bool{}
-			for _, c := range w.fake(name).mutations()[done:] {
-				switch {
-				case strings.HasPrefix(c, "MemberAddAsLearner("):
-					adds[c] = true
-				case strings.HasPrefix(c, "MemberRemove("):
-					removes[c] = true
-				}
-			}
+			adds, removes := distinctMembershipCalls(w.fake(name).mutations()[done:])
 			wantAdds, wantRemoves := max(int(tc.to-tc.from), 0), max(int(tc.from-tc.to), 0)
 			if len(adds) != wantAdds || len(removes) != wantRemoves {
 				t.Errorf("etcd saw %d adds and %d removes, want %d and %d: %v", len(adds), len(removes), wantAdds, wantRemoves, w.fake(name).mutations()[done:])
@@ -303,4 +298,74 @@ func memberNames(t *testing.T, w *world, cluster string) map[string]bool {
 		out[m.Name] = true
 	}
 	return out
+}
+
+// TestCrashDuringReplacement kills the reconciler at every step of a replacement, every time it
+// reaches it: etcd raises CORRUPT for the leader, which must lose leadership, be removed through
+// the quorum gate, lose its EtcdMember and PVC, be replaced by a new learner that is promoted,
+// and have its alarm disarmed. Converged at 3 without the corrupt member, exactly one removal
+// and one add reach etcd, and no alarm is left.
+func TestCrashDuringReplacement(t *testing.T) {
+	for _, step := range []string{
+		failpoint.LeaderMoved, failpoint.RemovalReasonSet, failpoint.MemberRemoved, failpoint.MemberDeleted,
+		failpoint.PVCDeleted, failpoint.AlarmDisarmed, failpoint.MemberCreated, failpoint.LearnerAdded,
+		failpoint.LearnerInitialClusterPatched, failpoint.LearnerPromoted,
+	} {
+		t.Run(step, func(t *testing.T) {
+			w := newWorld(t)
+			name := "replace"
+			w.newCluster(name, 3)
+			d := newCrashDriver(t, w, name)
+			d.until("bootstrap of 3", w.converged(name, 3))
+			f := w.fake(name)
+			f.mu.Lock()
+			corrupt := f.leader
+			f.mu.Unlock()
+			var victim string
+			for _, m := range f.snapshot() {
+				if m.ID == corrupt {
+					victim = m.Name
+				}
+			}
+			done := len(f.mutations())
+
+			d.armEvery(step, recurringCrashes)
+			t.Cleanup(failpoint.Disarm)
+			f.raiseAlarm(etcdclient.Alarm{MemberID: corrupt, Type: etcdclient.AlarmCorrupt})
+			d.until("corrupt leader replaced", func() error {
+				if err := w.converged(name, 3)(); err != nil {
+					return err
+				}
+				if memberNames(t, w, name)[victim] {
+					return fmt.Errorf("%s is still an EtcdMember: %w", victim, errNotYet)
+				}
+				if a := f.activeAlarms(); len(a) > 0 {
+					return fmt.Errorf("alarms %v: %w", a, errNotYet)
+				}
+				return nil
+			})
+			adds, removes := distinctMembershipCalls(f.mutations()[done:])
+			if len(adds) != 1 || len(removes) != 1 || !removes["MemberRemove("+etcdclient.FormatID(corrupt)+")"] {
+				t.Errorf("etcd saw adds %v and removes %v, want one add and the removal of %s: %v", adds, removes, etcdclient.FormatID(corrupt), f.mutations()[done:])
+			}
+			if !d.reached[step] {
+				t.Errorf("failpoint %s was never reached", step)
+			}
+		})
+	}
+}
+
+// distinctMembershipCalls are the distinct adds and removes among calls: a retry of a call etcd
+// refused is the same change.
+func distinctMembershipCalls(calls []string) (adds, removes map[string]bool) {
+	adds, removes = map[string]bool{}, map[string]bool{}
+	for _, c := range calls {
+		switch {
+		case strings.HasPrefix(c, "MemberAddAsLearner("):
+			adds[c] = true
+		case strings.HasPrefix(c, "MemberRemove("):
+			removes[c] = true
+		}
+	}
+	return adds, removes
 }

@@ -28,6 +28,7 @@ type fakeEtcd struct {
 	nextID   uint64
 	calls    []string
 	maxLearn int // most learners ever listed at once
+	alarms   []etcdclient.Alarm
 }
 
 type fakeMember struct {
@@ -285,15 +286,40 @@ func (f *fakeEtcd) AlarmList(context.Context) ([]etcdclient.Alarm, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("AlarmList")
-	return nil, nil
+	return slices.Clone(f.alarms), nil
 }
 
-// AlarmDisarm implements etcdclient.Client; the controller never disarms in these flows.
-func (f *fakeEtcd) AlarmDisarm(context.Context, etcdclient.Alarm) ([]etcdclient.Alarm, error) {
+// AlarmDisarm implements etcdclient.Client.
+func (f *fakeEtcd) AlarmDisarm(_ context.Context, a etcdclient.Alarm) ([]etcdclient.Alarm, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("AlarmDisarm")
-	return nil, nil
+	f.record("AlarmDisarm(" + etcdclient.FormatID(a.MemberID) + "," + string(a.Type) + ")")
+	if f.leader == 0 {
+		return nil, failf("AlarmDisarm", etcdclient.ErrNoLeader)
+	}
+	var gone []etcdclient.Alarm
+	f.alarms = slices.DeleteFunc(f.alarms, func(x etcdclient.Alarm) bool {
+		if x == a {
+			gone = append(gone, x)
+			return true
+		}
+		return false
+	})
+	return gone, nil
+}
+
+// raiseAlarm activates an alarm, as etcd's corruption check does for a diverged member.
+func (f *fakeEtcd) raiseAlarm(a etcdclient.Alarm) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.alarms = append(f.alarms, a)
+}
+
+// activeAlarms are the alarms not disarmed yet.
+func (f *fakeEtcd) activeAlarms() []etcdclient.Alarm {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.alarms)
 }
 
 // Defragment implements etcdclient.Client.

@@ -117,6 +117,33 @@ func TestCrashLoopClassified(t *testing.T) {
 	wantMemberFailed(t, c, m, 1)
 }
 
+// TestCrashLoopByRestarts: a member that was Ready and whose etcd restarts 3 more times after
+// it was first seen not Ready is Healthy=False/CrashLoop at once, before memberFailureGrace:
+// the restart count it was first seen failing with is kept in status.restartBaseline.
+func TestCrashLoopByRestarts(t *testing.T) {
+	t.Parallel()
+	c, m := runningVoter(t, "10.0.5.6")
+	panicked := containerExit{reason: "Error", exitCode: 2, message: "panic: something unexpected\n"}
+	crashContainer(t, m, 1, true, panicked, nil)
+	eventually(t, convergeTimeout, "the restart count is recorded when the failure is first seen", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		if b := cur.Status.RestartBaseline; b == nil || b.PodUID != cur.Status.PodUID || b.RestartCount != 1 {
+			return fmt.Errorf("restartBaseline = %+v, want 1 for Pod %s", b, cur.Status.PodUID)
+		}
+		return nil
+	})
+	crashContainer(t, m, 2, true, panicked, nil)
+	crashContainer(t, m, 4, true, panicked, nil)
+	// The grace's message differs ("has not been Ready for memberFailureGrace"): this one can
+	// only come from the restart count.
+	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, health.ReasonCrashLoop,
+		"restarted 3 times or more within 10m0s", "last exit: etcd exited with a panic")
+	wantMemberFailed(t, c, m, 1)
+}
+
 // TestStartFailedClassified: a Pod that runs but never becomes Ready with the member's
 // template is Healthy=False/StartFailed after memberStartGrace, not a crash loop.
 func TestStartFailedClassified(t *testing.T) {
@@ -191,6 +218,98 @@ func TestTerminatingOnLostNode(t *testing.T) {
 		t.Errorf("the terminating Pod is gone or replaced (%v): the operator must never force-delete it", err)
 	}
 	wantMemberFailed(t, c, m, 1)
+}
+
+// TestPendingOnLostNode: a Pending Pod whose bound volume is pinned (by hostname label, as
+// local volumes are) to a Node that has been NotReady for the node-lost grace makes the member
+// Healthy=False/NodeLost. Nothing changes in the API when the grace ends: the pass that
+// classifies is the one requeued for it.
+func TestPendingOnLostNode(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	waitPod(t, m)
+	// The Node is named apart from its hostname, as some clouds do.
+	node := createNode(t, "i-"+ns, ns+"-host", corev1.ConditionFalse)
+	notReadySince := node.Status.Conditions[0].LastTransitionTime
+	bindPVC(t, m, pinnedPV(t, ns+"-host"))
+	h := waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, health.ReasonNodeLost,
+		"the Pod is pending", "node "+node.Name, "new volume elsewhere")
+	if d := h.LastTransitionTime.Sub(notReadySince.Time); d < testGraces.NodeLost {
+		t.Errorf("NodeLost %v after the Node turned NotReady, before the node-lost grace (%v)", d, testGraces.NodeLost)
+	}
+	wantMemberFailed(t, c, m, 1)
+}
+
+// TestPendingOnGoneNode: a Pending Pod whose bound volume is pinned to a Node that no longer
+// exists makes the member Healthy=False/NodeLost without waiting.
+func TestPendingOnGoneNode(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	waitPod(t, m)
+	bindPVC(t, m, pinnedPV(t, ns+"-gone"))
+	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, health.ReasonNodeLost, "node "+ns+"-gone")
+	wantMemberFailed(t, c, m, 1)
+}
+
+// createNode creates a Node carrying a hostname label with the given Ready status, as its
+// kubelet would have reported it; it is deleted when the test ends.
+func createNode(t *testing.T, name, hostname string, ready corev1.ConditionStatus) *corev1.Node {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: hostname}}}
+	if err := k8sClient.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), node) })
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready,
+		Reason: "KubeletNotReady", LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}}
+	if err := k8sClient.Status().Update(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+// pinnedPV creates a local PersistentVolume usable only on the Node with the given hostname;
+// it is deleted when the test ends.
+func pinnedPV(t *testing.T, hostname string) *corev1.PersistentVolume {
+	t.Helper()
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "local-" + hostname},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/var/lib/etcd-data"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{hostname},
+				}}}},
+			}},
+		},
+	}
+	if err := k8sClient.Create(t.Context(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), pv) })
+	return pv
+}
+
+// bindPVC does the PV controller's part: it binds the member's PVC to pv.
+func bindPVC(t *testing.T, m *etcdv1alpha2.EtcdMember, pv *corev1.PersistentVolume) {
+	t.Helper()
+	var pvc *corev1.PersistentVolumeClaim
+	eventually(t, convergeTimeout, "the member's PVC exists", func(ctx context.Context) (err error) {
+		pvc, err = getPVC(ctx, m)
+		return err
+	})
+	base := pvc.DeepCopy()
+	pvc.Spec.VolumeName = pv.Name
+	if err := k8sClient.Patch(t.Context(), pvc, client.MergeFrom(base)); err != nil {
+		t.Fatalf("binding PVC %s to %s: %v", pvc.Name, pv.Name, err)
+	}
 }
 
 // healthyIs checks the member's Healthy condition.

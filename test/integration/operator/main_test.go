@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,9 +13,13 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 )
 
 const (
@@ -103,7 +108,13 @@ func runTests(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
 		}
 	}()
-	if admin, err = client.New(cfg, client.Options{}); err != nil {
+	// Kubernetes' kinds and the operator's, so that tests can arrange and read both.
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), etcdv1alpha2.AddToScheme(scheme)); err != nil {
+		fmt.Fprintln(os.Stderr, "building the scheme:", err)
+		return 1
+	}
+	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, "creating the admin client:", err)
 		return 1
 	}

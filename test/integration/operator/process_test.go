@@ -47,10 +47,10 @@ type operator struct {
 }
 
 // startOperator runs the operator binary as operatorUser with leader election on, its Lease in
-// namespace, and its endpoints on free loopback ports. The process is killed at the end of the test
+// namespace, its endpoints on free loopback ports, and extraArgs. The process is killed at the end of the test
 // if it is still running (only when the test failed before stopping it), and its output is logged if
 // the test failed.
-func startOperator(t *testing.T, namespace, description string) *operator {
+func startOperator(t *testing.T, namespace, description string, extraArgs ...string) *operator {
 	t.Helper()
 	probeAddr, metricsAddr := freeAddress(t), freeAddress(t)
 	o := &operator{
@@ -60,15 +60,15 @@ func startOperator(t *testing.T, namespace, description string) *operator {
 		done:        make(chan struct{}),
 		description: description,
 	}
-	o.cmd = exec.Command(operatorBinary(t),
-		"--kubeconfig="+operatorKubeconfig,
+	o.cmd = exec.Command(operatorBinary(t), append([]string{
+		"--kubeconfig=" + operatorKubeconfig,
 		"--leader-elect=true",
-		"--leader-election-namespace="+namespace,
-		"--health-probe-bind-address="+probeAddr,
-		"--metrics-bind-address="+metricsAddr,
-		"--graceful-shutdown-timeout="+shutdownTimeout.String(),
+		"--leader-election-namespace=" + namespace,
+		"--health-probe-bind-address=" + probeAddr,
+		"--metrics-bind-address=" + metricsAddr,
+		"--graceful-shutdown-timeout=" + shutdownTimeout.String(),
 		"--log-level=debug",
-	)
+	}, extraArgs...)...)
 	o.cmd.Env = withoutOperatorEnv(os.Environ())
 	o.cmd.Stdout, o.cmd.Stderr = o.logs, o.logs
 	if err := o.cmd.Start(); err != nil {

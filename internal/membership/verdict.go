@@ -1,0 +1,71 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/health"
+)
+
+// ClassifyFromEtcd adds the verdicts only etcd's view can give (behaviour.md §9) to members the
+// member controller reports healthy: a member someone else removed from etcd
+// (RemovedFromCluster) and a member a CORRUPT alarm names (DataCorrupt). The member controller
+// does not read etcd on every pass, and asking it to would cost every idle resync a MemberList
+// per member; the cluster controller reads the member list and the alarms anyway. The verdict
+// is carried like the member's own Healthy=False, so status (brokenMembers, Degraded) and
+// replacement treat both alike. It changes nothing while etcd did not answer or before the
+// cluster ID is latched.
+func (s *Scope) ClassifyFromEtcd() {
+	if !s.Etcd.Known || s.ClusterID == "" {
+		return
+	}
+	for i := range s.Members {
+		m := &s.Members[i]
+		if (m.Unhealthy && slices.Contains(replaceable, m.HealthyReason)) || m.RemovalReason != "" || !m.Running() || m.Pending {
+			continue
+		}
+		e, inEtcd := s.etcdMemberByIdentity(*m)
+		switch {
+		case !inEtcd:
+			m.Unhealthy, m.HealthyReason = true, health.ReasonRemovedFromCluster
+			m.HealthyMessage = "etcd's member list no longer has this member: it was removed from etcd outside the operator"
+		case s.hasCorruptAlarm(e.ID):
+			m.Unhealthy, m.HealthyReason = true, health.ReasonDataCorrupt
+			m.HealthyMessage = fmt.Sprintf("etcd raised a CORRUPT alarm for member %s: its data diverged from its peers'", e.IDHex())
+		}
+	}
+}
+
+// etcdMemberByIdentity finds m in etcd by the ID it recorded, or, before it recorded one, by
+// peer URL or name. Once an ID is recorded only the ID counts: a peer URL would also match a
+// member someone added again under the removed member's name, with a new ID and no data.
+func (s *Scope) etcdMemberByIdentity(m Member) (etcdclient.Member, bool) {
+	if m.MemberID == 0 {
+		return s.EtcdMemberOf(m)
+	}
+	for _, e := range s.Etcd.Members {
+		if e.ID == m.MemberID {
+			return e, true
+		}
+	}
+	return etcdclient.Member{}, false
+}
+
+// corruptAlarmsToDisarm are CORRUPT alarms naming members that are no longer in etcd: the
+// member was replaced, and the alarm (which makes etcd refuse writes cluster-wide) has nothing
+// left to protect.
+func corruptAlarmsToDisarm(s *Scope) []etcdclient.Alarm {
+	var out []etcdclient.Alarm
+	for _, a := range s.Etcd.Alarms {
+		if a.Type != etcdclient.AlarmCorrupt {
+			continue
+		}
+		if slices.ContainsFunc(s.Etcd.Members, func(e etcdclient.Member) bool { return e.ID == a.MemberID }) {
+			continue
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b etcdclient.Alarm) int { return compareUint(a.MemberID, b.MemberID) })
+	return out
+}
