@@ -59,21 +59,11 @@ const quorumLossHold = 15 * time.Second
 
 // envFeatures lists operator features that some scenarios need and that are being built on
 // other branches; those scenarios skip until it names their feature (comma-separated, or
-// "all"). The lead enables them once the feature is merged.
+// "all"). Once the feature is merged, the gate is removed from the scenario.
 const envFeatures = "E2E_FEATURES"
 
-// Gated features.
-const (
-	// featureReadoption: EtcdMembers recreated from orphan PVCs (behaviour.md §10).
-	featureReadoption = "readoption"
-	// featureCrashLoopReplacement: Healthy=False/CrashLoop from ≥ 3 restarts in 10 minutes, and
-	// its replacement (behaviour.md §9).
-	featureCrashLoopReplacement = "crashloop-replacement"
-	// featureGraceFlags: --terminating-grace, --node-lost-grace and --member-failure-grace.
-	featureGraceFlags = "grace-flags"
-	// featureNodeLostReplacement: replacement of Healthy=False/NodeLost members.
-	featureNodeLostReplacement = "nodelost-replacement"
-)
+// featureReadoption: EtcdMembers recreated from orphan PVCs (behaviour.md §10).
+const featureReadoption = "readoption"
 
 // requireFeatures skips the test unless E2E_FEATURES names every feature.
 func requireFeatures(f *framework.Test, features ...string) {
@@ -600,13 +590,10 @@ func TestEtcdMembersReadopted(t *testing.T) {
 // restarts within 10 minutes (or memberFailureGrace not Ready) the member is
 // Healthy=False/CrashLoop and replaced (behaviour.md §9). Records crashloop-heal (first kill →
 // converged; target: replacement started ≤ 4 min).
-//
-// Gated (E2E_FEATURES=crashloop-replacement): the 3-restarts rule and CrashLoop replacement are
-// built on another branch.
+// Not smoke: the kubelet's back-off alone makes it a minute long.
 func TestCrashLoopMemberReplaced(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t)
-	requireFeatures(f, featureCrashLoopReplacement)
 	requireOperator(f)
 	containers := f.RequireContainerFaults()
 	const name = "crashloop"
@@ -686,12 +673,11 @@ func killOnEveryStart(f *framework.Test, containers framework.ContainerFaults, m
 // cannot rejoin: etcd never lists its ID again, and its old Pod, if it runs, is not a member.
 // Records node-lost-heal (node stopped → converged; target: replacement started ≤ 6 min).
 //
-// Gated (E2E_FEATURES=grace-flags,nodelost-replacement): it shortens the operator's graces
-// with the grace flags and needs NodeLost replacement, both built on other branches. Not
-// parallel: a stopped node stops every other scenario's members on it.
+// It shortens the operator's graces through their flags' environment variables (the operator
+// restarts twice: with them and without them). Not smoke, not parallel: a stopped node stops
+// every other scenario's members on it, and the operator's restarts would disturb them too.
 func TestNodeLostMemberReplaced(t *testing.T) {
 	f := framework.NewTest(t, framework.Disruptive)
-	requireFeatures(f, featureGraceFlags, featureNodeLostReplacement)
 	requireOperator(f)
 	nodes := f.RequireNodeFaults()
 	setOperatorEnv(f, map[string]string{
@@ -722,8 +708,8 @@ func TestNodeLostMemberReplaced(t *testing.T) {
 
 	start := time.Now()
 	restart := stopNode(f, nodes, node)
-	waitReplaced(f, name, victim, nodeLostTimeout)
-	f.Record("node-lost-heal", since(start), "node stopped → its member NodeLost after the shortened graces → replaced, converged with 3 voters (target: replacement started ≤ 6 min with default graces)")
+	waitReplacedNodeDown(f, name, victim, nodeLostTimeout)
+	f.Record("node-lost-heal", since(start), "node stopped → its member NodeLost after the shortened graces (terminating 20 s) → replaced, 3 voters Ready, Available=True/QuorumHealthy (target: replacement started ≤ 6 min with default graces)")
 	hist.requireHealthy(f, victim, metav1.ConditionFalse, health.ReasonNodeLost)
 	hist.requireRemovalReason(f, victim, health.ReasonNodeLost)
 
@@ -735,6 +721,52 @@ func TestNodeLostMemberReplaced(t *testing.T) {
 	after := requireHealed(f, name, 3, clusterID)
 	requireLeft(f, victim, before[victim], after)
 	load.verify(f, "node of one member stopped, member replaced, node back")
+}
+
+// waitReplacedNodeDown is waitReplaced for a member whose node is down: its old Pod stays
+// Terminating until the node returns (it is never force-deleted) and keeps its labels, so Pods
+// being deleted are left out of the count. Full convergence is checked once the node is back.
+func waitReplacedNodeDown(f *framework.Test, name, member string, timeout time.Duration) {
+	f.T.Helper()
+	err := f.Poll(member+" replaced while its node is down", timeout, func(ctx context.Context) (bool, string, error) {
+		ms, err := listMembers(ctx, f, name)
+		if err != nil {
+			return false, errState(ctx, err), nil
+		}
+		if slices.ContainsFunc(ms, func(m etcdv1alpha2.EtcdMember) bool { return m.Name == member }) {
+			h := meta.FindStatusCondition(memberNamed(ms, member).Status.Conditions, etcdv1alpha2.ConditionHealthy)
+			return false, fmt.Sprintf("%s is still an EtcdMember (Healthy %v)", member, h), nil
+		}
+		ec, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, errState(ctx, err), nil
+		}
+		state := clusterState(ec)
+		if len(ms) != 3 || ec.Status.ReadyMembers != 3 || ec.Status.ObservedGeneration != ec.Generation ||
+			!condIs(ec.Status.Conditions, etcdv1alpha2.ConditionAvailable, metav1.ConditionTrue, "QuorumHealthy") {
+			return false, fmt.Sprintf("%d EtcdMembers; %s", len(ms), state), nil
+		}
+		ml, err := memberList(ctx, f, name)
+		if err != nil {
+			return false, fmt.Sprintf("%s; MemberList: %v", state, err), nil
+		}
+		voters, learners, unstarted := countMembers(ml)
+		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: voterSelector(name)})
+		if err != nil {
+			return false, errState(ctx, err), nil
+		}
+		ready := 0
+		for i := range pods.Items {
+			if framework.PodReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
+				ready++
+			}
+		}
+		return voters == 3 && learners == 0 && unstarted == 0 && ready == 3,
+			fmt.Sprintf("%s; etcd: %d voters, %d learners, %d unstarted; %d voter Pods Ready", state, voters, learners, unstarted, ready), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
 }
 
 // stopNode stops the node and returns the function that starts it again and waits for it to
