@@ -352,16 +352,17 @@ func answering(s *Scope, e etcdclient.Member, inEtcd bool) bool {
 	return inEtcd && ok
 }
 
-// neverStarted reports a member that failed to start (Healthy=False/StartFailed) and never
-// became a voter: a new member of a scale-up or a replacement. It holds the one learner slot, so
-// it is replaced, after a back-off. A voter that fails to start a new template is a halted roll
-// instead, and is left for a person.
+// neverStarted reports a member that failed to start (Healthy=False/StartFailed) whose etcd
+// process never joined: a new member of a scale-up or a replacement that etcd lists as a learner
+// that has not started. It holds the one learner slot, so it is replaced, after a back-off. A
+// started learner is catching up (a large keyspace takes minutes) and is left to finish; a voter
+// that fails to start a new template is a halted roll, left for a person.
 func neverStarted(s *Scope, m Member) bool {
 	if !m.Unhealthy || m.HealthyReason != health.ReasonStartFailed {
 		return false
 	}
 	e, inEtcd := s.etcdMemberByIdentity(m)
-	return !inEtcd || e.IsLearner
+	return !inEtcd || (e.IsLearner && !e.Started())
 }
 
 // backoff holds the replacement of member m, which never started, for the back-off in force:

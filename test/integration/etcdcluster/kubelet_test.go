@@ -266,12 +266,17 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fak
 			return fmt.Errorf("starting Pod %s: %w", pod.Name, err)
 		}
 	}
+	if w.isUnready(m.Name) {
+		// Its process is down: etcd cannot reach it and its Pod is not Ready.
+		f.stop(peer)
+		return w.podReadiness(ctx, pod, false)
+	}
 	clientURL := membership.ClientURL(pod.Status.PodIP, false)
 	if m.Spec.Bootstrap && c.Status.ClusterID == "" {
 		f.bootstrap(m.Name, peer, clientURL)
 	}
 	f.start(m.Name, peer, clientURL)
-	return nil
+	return w.podReadiness(ctx, pod, true)
 }
 
 // fakeSchedulerMessage is what the scheduler says of a Pod whose nodeSelector no node matches.
