@@ -47,6 +47,10 @@ const (
 	KindDeletePVC Kind = "DeletePVC"
 	// KindSetDormant makes the last member dormant (pause).
 	KindSetDormant Kind = "SetDormant"
+	// KindReadopt re-creates the EtcdMember of an orphan data PVC under its old name (unless
+	// Action.Readopt.Create is false), prefills its member ID when known, and rewrites the
+	// PVC's member-uid to the new member (behaviour.md §10).
+	KindReadopt Kind = "Readopt"
 )
 
 // Progressing reasons (behaviour.md §22) the planner chooses.
@@ -95,6 +99,8 @@ type Action struct {
 	// RequeueAfter asks for a pass after this long even if no watch fires; 0 leaves it to
 	// watches and the resync.
 	RequeueAfter time.Duration
+	// Readopt details a KindReadopt; PVC names the PVC and Member the member it comes back as.
+	Readopt Readopt
 }
 
 // RemovalReasonScaleDown is the removal-reason of a scale-down victim.
