@@ -55,6 +55,13 @@ const (
 	DormantSet = "dormant-set"
 	// MemberWoken follows the patch that wakes the dormant member (§8).
 	MemberWoken = "member-woken"
+	// MemberReadopted follows the create of an EtcdMember for an orphan PVC, under the
+	// PVC's member name (§10 re-adoption).
+	MemberReadopted = "member-readopted"
+	// ReadoptedMemberIDSet follows the status patch prefilling a re-adopted member's memberID.
+	ReadoptedMemberIDSet = "readopted-member-id-set"
+	// PVCReadopted follows the rewrite of a re-adopted PVC's member-uid to its new member.
+	PVCReadopted = "pvc-readopted"
 )
 
 // Names lists every step, in the order the flows reach them.
@@ -62,7 +69,7 @@ var Names = []string{
 	SpecAdopted, SeedCreated, SeedVoterStamped, SeedInitialClusterPatched, ClusterIDLatched,
 	MemberCreated, LearnerAdded, LearnerInitialClusterPatched, LearnerPromoted, MemberStatusPatched,
 	OrphanRemoved, LeaderMoved, RemovalReasonSet, MemberRemoved, MemberDeleted, PVCDeleted,
-	DormantSet, MemberWoken,
+	DormantSet, MemberWoken, MemberReadopted, ReadoptedMemberIDSet, PVCReadopted,
 }
 
 // Action runs when an armed step is hit.

@@ -94,6 +94,8 @@ func (p *pass) planAndAct(ctx context.Context) (ctrl.Result, error) {
 		err = p.deletePVC(ctx, a)
 	case membership.KindSetDormant:
 		err = p.setDormant(ctx, a)
+	case membership.KindReadopt:
+		err = p.readopt(ctx, a)
 	default:
 		// A planner/controller mismatch: retrying cannot help.
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("the planner returned an unknown action %q", a.Kind))
