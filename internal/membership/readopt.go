@@ -47,9 +47,9 @@ func readopt(s *Scope) (Action, bool) {
 	pvcs := readoptable(s)
 	for _, p := range pvcs {
 		m, ok := memberNamed(s, p.Member)
-		// A member older than the PVC, or still pending (never joined under this name), did
+		// A member made afresh (GenerateName happened to pick the name) or still pending did
 		// not come back for this data: the member controller refuses the PVC for it instead.
-		if !ok || m.UID == p.MemberUID || m.Deleting || m.RemovalReason != "" || m.Pending || m.Created.Before(p.Created) {
+		if !ok || m.UID == p.MemberUID || !p.MemberRecreated || m.Deleting || m.RemovalReason != "" || m.Pending {
 			continue
 		}
 		a := Action{Kind: KindReadopt, Member: m.Name, PVC: p.Name, Reason: ReasonReplacingMember,
@@ -114,14 +114,13 @@ func readoptable(s *Scope) []PVC {
 	return out
 }
 
-// onlyReadopted reports whether every EtcdMember (if any) was re-adopted: its data PVC is older
-// than the member itself, which only re-adoption makes so (the member controller creates a PVC
-// after its member; an unknown creation time counts as not older). The total-loss rule keeps going through them, since the first members
-// re-adopted cannot form a quorum alone; a member created afresh means the cluster was not
-// lost and waits for its Pods instead.
+// onlyReadopted reports whether every EtcdMember (if any) was re-created for its data PVC. The
+// total-loss rule keeps going through them, since the first members re-adopted cannot form a
+// quorum alone; a member the operator made afresh means the cluster was not lost, and it waits
+// for its Pods instead.
 func onlyReadopted(s *Scope, pvcs []PVC) bool {
 	for _, m := range s.Members {
-		if !slices.ContainsFunc(pvcs, func(p PVC) bool { return p.Member == m.Name && !p.Created.IsZero() && p.Created.Before(m.Created) }) {
+		if !slices.ContainsFunc(pvcs, func(p PVC) bool { return p.Member == m.Name && p.MemberRecreated }) {
 			return false
 		}
 	}

@@ -8,14 +8,15 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-// dataPVC is member name's PVC as the member controller made it: created a second after the
-// member (age in minutes, as for mem), naming it by UID.
-func dataPVC(name string, age int) PVC {
-	return PVC{Name: "data-" + name, Member: name, MemberUID: "uid-" + name, PeerURL: peer(name),
-		Created: t0.Add(time.Duration(age)*time.Minute + time.Second)}
+// dataPVC is member name's PVC as the member controller made it, naming the member by UID.
+func dataPVC(name string) PVC {
+	return PVC{Name: "data-" + name, Member: name, MemberUID: "uid-" + name, PeerURL: peer(name)}
 }
 
-// readoptedMem is member name re-created for its PVC: new UID, created after the PVC, no Pod yet.
+// recreated marks a PVC whose member was re-created under its name.
+func recreated(p PVC) PVC { p.MemberRecreated = true; return p }
+
+// readoptedMem is member name re-created for its PVC: new UID, no Pod yet.
 func readoptedMem(name string, now time.Time) Member {
 	return with(mem(name, 0), func(m *Member) {
 		m.UID, m.Created = "uid2-"+name, now
@@ -29,14 +30,14 @@ func lost3() Scope {
 	s := steady3()
 	s.Members = nil
 	s.Etcd = Etcd{}
-	s.PVCs = []PVC{dataPVC("a", 1), dataPVC("b", 2), dataPVC("c", 3)}
+	s.PVCs = []PVC{dataPVC("a"), dataPVC("b"), dataPVC("c")}
 	return s
 }
 
 // without is s after member name was force-deleted (its finalizer stripped): etcd still lists
 // it, its PVC remains, its Pod is gone.
 func without(s Scope, name string) Scope {
-	s.PVCs = []PVC{dataPVC("a", 1), dataPVC("b", 2), dataPVC("c", 3)}
+	s.PVCs = []PVC{dataPVC("a"), dataPVC("b"), dataPVC("c")}
 	var kept []Member
 	for _, m := range s.Members {
 		if m.Name != name {
@@ -102,22 +103,30 @@ func TestReadopt(t *testing.T) {
 		{"crash after the create: the member exists, the PVC still names the old one", func() Scope {
 			s := without(steady3(), "c")
 			s.Members = append(s.Members, readoptedMem("c", s.Now))
+			s.PVCs[2] = recreated(s.PVCs[2])
 			return s
 		}, Action{Kind: KindReadopt, Member: "c", PVC: "data-c", MemberID: 3, InEtcd: true, Readopt: Readopt{Voter: true}, Reason: ReasonReplacingMember}},
+		{"a member made afresh under an old PVC's name does not take its data", func() Scope {
+			s := without(steady3(), "c")
+			s.Members = append(s.Members, readoptedMem("c", s.Now))
+			return s
+		}, Action{Kind: KindNone, Reason: ReasonReconciled}},
 		{"a pending member named like an old PVC does not take its data", func() Scope {
 			s := without(steady3(), "c")
 			s.Members = append(s.Members, with(readoptedMem("c", s.Now), func(m *Member) { m.Pending = true }))
+			s.PVCs[2] = recreated(s.PVCs[2])
 			return s
 		}, Action{Kind: KindJoin, Member: "c", InEtcd: true, InitialCluster: allPeers, Reason: ReasonScalingUp}},
 		{"a member being removed is not given the PVC", func() Scope {
 			s := without(steady3(), "c")
 			s.Members = append(s.Members, with(readoptedMem("c", s.Now), func(m *Member) { m.RemovalReason = RemovalReasonScaleDown }))
+			s.PVCs[2] = recreated(s.PVCs[2])
 			return s
 		}, Action{Kind: KindRemove, Member: "c", MemberID: 3, InEtcd: true, Reason: ReasonScalingDown}},
 		{"re-adopted member with its PVC: converged again", func() Scope {
 			s := steady3()
 			s.Members[2] = with(mem("c", 0), func(m *Member) { m.UID, m.Created = "uid2-c", s.Now })
-			s.PVCs = []PVC{dataPVC("a", 1), dataPVC("b", 2), with2(dataPVC("c", 3), func(p *PVC) { p.MemberUID = "uid2-c" })}
+			s.PVCs = []PVC{dataPVC("a"), dataPVC("b"), with2(recreated(dataPVC("c")), func(p *PVC) { p.MemberUID = "uid2-c" })}
 			return s
 		}, Action{Kind: KindNone, Reason: ReasonReconciled}},
 		{"no members, etcd unreachable, cluster ID latched: the first PVC, initialCluster from all PVCs", lost3,
@@ -132,7 +141,7 @@ func TestReadopt(t *testing.T) {
 			s := lost3()
 			s.Target = 0
 			s.Members = []Member{with(readoptedMem("a", s.Now), func(m *Member) { m.Dormant = true })}
-			s.PVCs[0].MemberUID = "uid2-a"
+			s.PVCs[0] = with2(recreated(s.PVCs[0]), func(p *PVC) { p.MemberUID = "uid2-a" })
 			return s
 		}, Action{Kind: KindNone, Reason: ReasonPaused}},
 		{"cluster ID not latched: nothing is re-adopted", func() Scope {
@@ -201,7 +210,7 @@ func TestReadoptAllOnePerPass(t *testing.T) {
 			s.Members = append(s.Members, m)
 			for i := range s.PVCs {
 				if s.PVCs[i].Name == a.PVC {
-					s.PVCs[i].MemberUID = m.UID
+					s.PVCs[i].MemberUID, s.PVCs[i].MemberRecreated = m.UID, true
 				}
 			}
 		}

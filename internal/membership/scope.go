@@ -98,8 +98,10 @@ type PVC struct {
 	MemberUID string
 	// Deleting is true once the PVC has a deletionTimestamp.
 	Deleting bool
-	// Created is the PVC's creationTimestamp: a PVC older than its EtcdMember was re-adopted.
-	Created time.Time
+	// MemberRecreated is true when an EtcdMember named Member exists and was created under an
+	// explicit name, not GenerateName: re-created for this PVC (or re-applied by a person),
+	// never a member the operator made afresh.
+	MemberRecreated bool
 	// PeerURL is the peer URL an EtcdMember re-created for this PVC would advertise.
 	PeerURL string
 	// Foreign is true for a PVC that carries the cluster label but holds another cluster's

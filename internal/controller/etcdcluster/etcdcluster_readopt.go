@@ -117,14 +117,19 @@ func (p *pass) pvc(name string) (*corev1.PersistentVolumeClaim, error) {
 	return nil, fmt.Errorf("PVC %s is not in this pass's scope", name)
 }
 
-// readoptView fills the facts re-adoption needs of a PVC: when it was made, the peer URL a
-// member re-created for it would advertise, and whether it holds another cluster's data. A PVC
+// readoptView fills the facts re-adoption needs of a PVC: whether its member was re-created
+// under its name, the peer URL a member re-created for it would advertise, and whether it holds
+// another cluster's data. A PVC
 // controlled by something other than this cluster, or older than the cluster (kept by
 // reclaimPolicy Retain from an earlier cluster of the same name, or adopted from another
 // operator with members this one cannot re-create faithfully), is foreign.
 func (p *pass) readoptView(v *membership.PVC, pvc *corev1.PersistentVolumeClaim) {
 	c := p.cluster
-	v.Created = pvc.CreationTimestamp.Time
+	for i := range p.members {
+		if m := &p.members[i]; m.Name == v.Member {
+			v.MemberRecreated = m.GenerateName == ""
+		}
+	}
 	stub := &etcdv1alpha2.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{Name: v.Member, Namespace: c.Namespace},
 		Spec:       etcdv1alpha2.EtcdMemberSpec{ClusterName: c.Name, TLS: memberTLS(c)},

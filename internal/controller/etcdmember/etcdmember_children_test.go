@@ -100,6 +100,10 @@ func TestPredecessorPVC(t *testing.T) {
 			t.Errorf("%s: predecessorPVC = %v, want %v", name, got, tc.want)
 		}
 	}
+	afresh := member(func(m *etcdv1alpha2.EtcdMember) { m.GenerateName = testCluster + "-" })
+	if predecessorPVC(pvc(), afresh) {
+		t.Error("a member named by GenerateName waits for an earlier member's PVC instead of refusing it")
+	}
 }
 
 func TestPredecessorPod(t *testing.T) {

@@ -163,12 +163,13 @@ func pvcOwnedBy(pvc *corev1.PersistentVolumeClaim, member *etcdv1alpha2.EtcdMemb
 
 // predecessorPVC reports whether pvc, not the member's own, was left by an earlier EtcdMember of
 // the same name in the same cluster (labels, member-uid of another UID, no controller but the
-// member's cluster). That happens only when a deleted member comes back under its name: the
-// EtcdCluster controller re-adopts the PVC by rewriting its member-uid right after re-creating
-// the member (behaviour.md §10), so the member waits for that instead of refusing the data.
+// member's cluster), and the member was created under that name explicitly. That is how a
+// deleted member comes back: the EtcdCluster controller re-creates it and rewrites the PVC's
+// member-uid right after (behaviour.md §10, re-adoption), so the member waits for that instead
+// of refusing the data. A member named by GenerateName never comes back for old data.
 func predecessorPVC(pvc *corev1.PersistentVolumeClaim, member *etcdv1alpha2.EtcdMember) bool {
 	uid := pvc.Annotations[etcdv1alpha2.AnnotationMemberUID]
-	if uid == "" || uid == string(member.UID) || pvc.Labels[etcdv1alpha2.LabelComponent] != member.Name ||
+	if member.GenerateName != "" || uid == "" || uid == string(member.UID) || pvc.Labels[etcdv1alpha2.LabelComponent] != member.Name ||
 		pvc.Labels[etcdv1alpha2.LabelCluster] != member.Spec.ClusterName {
 		return false
 	}
