@@ -35,6 +35,9 @@ func (w *world) tick(ctx context.Context) error {
 }
 
 func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) error {
+	if w.real != nil {
+		return w.real.tickCluster(ctx, w, c)
+	}
 	f := w.fake(c.Name)
 	members, err := w.members(ctx, c.Name)
 	if err != nil {

@@ -83,8 +83,10 @@ func forceDelete(t *testing.T, w *world, names ...string) {
 		if err := k8s.Delete(ctx, m, client.Preconditions{UID: &m.UID}); err != nil {
 			t.Fatalf("deleting EtcdMember %s: %v", n, err)
 		}
+		// A merge patch without resourceVersion: the member controller writes the member too.
+		before := m.DeepCopy()
 		if controllerutil.RemoveFinalizer(m, etcdv1alpha2.FinalizerMemberCleanup) {
-			if err := k8s.Update(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+			if err := k8s.Patch(ctx, m, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 				t.Fatalf("stripping the finalizer of EtcdMember %s: %v", n, err)
 			}
 		}
