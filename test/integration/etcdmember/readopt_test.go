@@ -50,26 +50,7 @@ func TestRecreatedMemberWaitsForItsPVC(t *testing.T) {
 
 	waitCondition(t, back, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady,
 		"PVC "+pvc.Name, string(old.UID), "re-adopt")
-	consistently(t, steadyWindow, "PVC and old Pod untouched, no conflict reported", func(ctx context.Context) error {
-		cur, err := getPVC(ctx, back)
-		if err != nil {
-			return err
-		}
-		if cur.ResourceVersion != pvc.ResourceVersion || !cur.DeletionTimestamp.IsZero() {
-			return fmt.Errorf("the PVC changed: rv %s → %s, deletion %v", pvc.ResourceVersion, cur.ResourceVersion, cur.DeletionTimestamp)
-		}
-		p, err := getPod(ctx, back)
-		if err != nil {
-			return err
-		}
-		if p.UID != oldPod.UID || !p.DeletionTimestamp.IsZero() {
-			return fmt.Errorf("the old Pod was replaced or deleted: UID %s → %s, deletion %v", oldPod.UID, p.UID, p.DeletionTimestamp)
-		}
-		if n, err := countEvents(ctx, ns, back.Name, corev1.EventTypeWarning, etcdmember.EventOwnershipConflict); err != nil || n > 0 {
-			return fmt.Errorf("%d OwnershipConflict Warnings (%v)", n, err)
-		}
-		return nil
-	})
+	consistently(t, steadyWindow, "PVC and old Pod untouched, no conflict reported", untouched(back, pvc, oldPod))
 
 	// The EtcdCluster controller's rewrite: the PVC is the new member's now.
 	base := pvc.DeepCopy()
@@ -108,5 +89,34 @@ func TestRecreatedMemberWaitsForItsPVC(t *testing.T) {
 	}
 	if cur.UID != pvc.UID {
 		t.Errorf("PVC %s was re-created (UID %s → %s)", pvc.Name, pvc.UID, cur.UID)
+	}
+}
+
+// untouched checks that a re-created member left its predecessor's PVC and Pod as they were and
+// reported no ownership conflict.
+func untouched(m *etcdv1alpha2.EtcdMember, pvc *corev1.PersistentVolumeClaim, oldPod *corev1.Pod) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		cur, err := getPVC(ctx, m)
+		if err != nil {
+			return err
+		}
+		if cur.ResourceVersion != pvc.ResourceVersion || !cur.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("the PVC changed: rv %s → %s, deletion %v", pvc.ResourceVersion, cur.ResourceVersion, cur.DeletionTimestamp)
+		}
+		p, err := getPod(ctx, m)
+		if err != nil {
+			return err
+		}
+		if p.UID != oldPod.UID || !p.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("the old Pod was replaced or deleted: UID %s → %s, deletion %v", oldPod.UID, p.UID, p.DeletionTimestamp)
+		}
+		n, err := countEvents(ctx, m.Namespace, m.Name, corev1.EventTypeWarning, etcdmember.EventOwnershipConflict)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%d OwnershipConflict Warnings", n)
+		}
+		return nil
 	}
 }
