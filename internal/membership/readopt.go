@@ -45,6 +45,26 @@ func readopt(s *Scope) (Action, bool) {
 		return Action{}, false
 	}
 	pvcs := readoptable(s)
+	if a, ok := finishReadopt(s, pvcs); ok {
+		return a, true
+	}
+	var orphans []PVC
+	for _, p := range pvcs {
+		if !slices.ContainsFunc(s.Members, func(m Member) bool { return m.Name == p.Member || m.UID == p.MemberUID }) {
+			orphans = append(orphans, p)
+		}
+	}
+	switch {
+	case len(orphans) == 0:
+		return Action{}, false
+	case s.Etcd.Known:
+		return readoptListed(s, orphans)
+	}
+	return readoptLost(s, pvcs, orphans)
+}
+
+// finishReadopt is rule 1: the PVC of a member re-created under its name names the member.
+func finishReadopt(s *Scope, pvcs []PVC) (Action, bool) {
 	for _, p := range pvcs {
 		m, ok := memberNamed(s, p.Member)
 		// A member made afresh (GenerateName happened to pick the name) or still pending did
@@ -59,33 +79,31 @@ func readopt(s *Scope) (Action, bool) {
 		}
 		return a, true
 	}
-	var orphans []PVC
-	for _, p := range pvcs {
-		if !slices.ContainsFunc(s.Members, func(m Member) bool { return m.Name == p.Member || m.UID == p.MemberUID }) {
-			orphans = append(orphans, p)
+	return Action{}, false
+}
+
+// readoptListed is rule 2: an orphan PVC whose member etcd still lists.
+func readoptListed(s *Scope, orphans []PVC) (Action, bool) {
+	for _, p := range orphans {
+		e, ok := etcdMemberNamed(s, p.Member)
+		// A different peer URL means the member was not one this operator created the way it
+		// would re-create it (adopted from elsewhere, say): its Pod would advertise an address
+		// etcd does not know. It stays an orphan, for a person to look at.
+		if !ok || !slices.Contains(e.PeerURLs, p.PeerURL) {
+			continue
 		}
+		return Action{Kind: KindReadopt, Member: p.Member, PVC: p.Name, MemberID: e.ID, InEtcd: true,
+			InitialCluster: InitialCluster(s.Etcd.Members, p.Member, p.PeerURL),
+			Readopt:        Readopt{Create: true, Voter: !e.IsLearner, Dormant: s.Target == 0},
+			Reason:         ReasonReplacingMember,
+			Message: fmt.Sprintf("re-adopting PVC %s as member %s (%s), which etcd still lists but whose EtcdMember is gone",
+				p.Name, p.Member, e.IDHex())}, true
 	}
-	if len(orphans) == 0 {
-		return Action{}, false
-	}
-	if s.Etcd.Known {
-		for _, p := range orphans {
-			e, ok := etcdMemberNamed(s, p.Member)
-			// A different peer URL means the member was not one this operator created the
-			// way it would re-create it (adopted from elsewhere, say): its Pod would advertise
-			// an address etcd does not know. It stays an orphan, for a person to look at.
-			if !ok || !slices.Contains(e.PeerURLs, p.PeerURL) {
-				continue
-			}
-			return Action{Kind: KindReadopt, Member: p.Member, PVC: p.Name, MemberID: e.ID, InEtcd: true,
-				InitialCluster: InitialCluster(s.Etcd.Members, p.Member, p.PeerURL),
-				Readopt:        Readopt{Create: true, Voter: !e.IsLearner, Dormant: s.Target == 0},
-				Reason:         ReasonReplacingMember,
-				Message: fmt.Sprintf("re-adopting PVC %s as member %s (%s), which etcd still lists but whose EtcdMember is gone",
-					p.Name, p.Member, e.IDHex())}, true
-		}
-		return Action{}, false
-	}
+	return Action{}, false
+}
+
+// readoptLost is rule 3: total member loss while etcd is silent.
+func readoptLost(s *Scope, pvcs, orphans []PVC) (Action, bool) {
 	if !onlyReadopted(s, pvcs) {
 		return Action{}, false // quorum lost with members left: they come back on their own
 	}
