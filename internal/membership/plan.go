@@ -53,7 +53,7 @@ func next(s Scope) Action {
 // pending members, orphan learners and orphan PVCs.
 func finishInterrupted(s *Scope) (Action, bool) {
 	if !s.Etcd.Known {
-		return Action{}, false // every rule below needs etcd's member list
+		return readopt(s) // every other rule below needs etcd's member list
 	}
 	members := slices.Clone(s.Members)
 	slices.SortFunc(members, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
@@ -77,6 +77,10 @@ func finishInterrupted(s *Scope) (Action, bool) {
 			}
 			return join(s, m), true
 		}
+	}
+	// An orphan PVC whose member etcd still lists (re-adopted before an orphan learner goes).
+	if a, ok := readopt(s); ok {
+		return a, true
 	}
 	// An etcd member no EtcdMember explains: a learner added by an operator that crashed before
 	// it patched the member it added it for, and whose member was then deleted; or a member whose
