@@ -57,6 +57,13 @@ const (
 	MemberWoken = "member-woken"
 	// AlarmDisarmed follows AlarmDisarm of the CORRUPT alarm of a replaced member (§9).
 	AlarmDisarmed = "alarm-disarmed"
+	// MemberReadopted follows the create of an EtcdMember for an orphan PVC, under the
+	// PVC's member name (§10 re-adoption).
+	MemberReadopted = "member-readopted"
+	// ReadoptedMemberIDSet follows the status patch prefilling a re-adopted member's memberID.
+	ReadoptedMemberIDSet = "readopted-member-id-set"
+	// PVCReadopted follows the rewrite of a re-adopted PVC's member-uid to its new member.
+	PVCReadopted = "pvc-readopted"
 )
 
 // Names lists every step, in the order the flows reach them.
@@ -64,7 +71,7 @@ var Names = []string{
 	SpecAdopted, SeedCreated, SeedVoterStamped, SeedInitialClusterPatched, ClusterIDLatched,
 	MemberCreated, LearnerAdded, LearnerInitialClusterPatched, LearnerPromoted, MemberStatusPatched,
 	OrphanRemoved, LeaderMoved, RemovalReasonSet, MemberRemoved, MemberDeleted, PVCDeleted,
-	DormantSet, MemberWoken, AlarmDisarmed,
+	DormantSet, MemberWoken, AlarmDisarmed, MemberReadopted, ReadoptedMemberIDSet, PVCReadopted,
 }
 
 // Action runs when an armed step is hit.

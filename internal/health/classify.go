@@ -338,7 +338,7 @@ func (c *classifier) oomKilled() (Result, bool) {
 
 // startFailed: a Pod with a new template that has never been Ready within memberStartGrace.
 // A roll halts rather than replacing: a replacement would run the same template. The cluster
-// controller replaces a new member that never became a voter, after a back-off.
+// controller replaces a new member whose etcd never started, after a back-off.
 func (c *classifier) startFailed() (Result, bool) {
 	p := c.obs.Pod
 	if !failing(p) || p.WasReadyWithTemplate || !p.TemplateCurrent {
@@ -347,7 +347,7 @@ func (c *classifier) startFailed() (Result, bool) {
 	if !c.elapsed(p.CreatedAt, c.g.MemberStart) {
 		return Result{}, false
 	}
-	msg := fmt.Sprintf("the Pod has not become Ready within memberStartGrace (%s) with the member's current template; a rollout halts here, and a new member that never became a voter is replaced after a back-off", c.g.MemberStart)
+	msg := fmt.Sprintf("the Pod has not become Ready within memberStartGrace (%s) with the member's current template; a rollout halts here, and a new member whose etcd never started is replaced after a back-off", c.g.MemberStart)
 	msg += c.exitNote()
 	r := unhealthy(ReasonStartFailed, msg, ActionHaltRollout)
 	r.Degraded = DegradedMemberStartFailed

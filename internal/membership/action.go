@@ -53,6 +53,10 @@ const (
 	// KindDisarmCorrupt disarms the CORRUPT alarm of a member (Action.MemberID) that is no
 	// longer in etcd.
 	KindDisarmCorrupt Kind = "DisarmCorrupt"
+	// KindReadopt re-creates the EtcdMember of an orphan data PVC under its old name (unless
+	// Action.Readopt.Create is false), prefills its member ID when known, and rewrites the
+	// PVC's member-uid to the new member (behaviour.md §10).
+	KindReadopt Kind = "Readopt"
 )
 
 // Progressing reasons (behaviour.md §22) the planner chooses.
@@ -103,6 +107,8 @@ type Action struct {
 	// RequeueAfter asks for a pass after this long even if no watch fires; 0 leaves it to
 	// watches and the resync.
 	RequeueAfter time.Duration
+	// Readopt details a KindReadopt; PVC names the PVC and Member the member it comes back as.
+	Readopt Readopt
 }
 
 // RemovalReasonScaleDown is the removal-reason of a scale-down victim.

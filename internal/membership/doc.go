@@ -10,7 +10,9 @@
 //
 //  1. finish an interrupted step: a member carrying removal-reason that etcd still lists is
 //     removed, one that etcd no longer lists is deleted; a pending member (no initialCluster) is
-//     added as a learner, or only patched when its peer URL is already in etcd; a learner no
+//     added as a learner, or only patched when its peer URL is already in etcd; an orphan PVC
+//     is re-adopted (its EtcdMember re-created under the same name) when etcd still lists its
+//     member, or, with no EtcdMember left and etcd silent, every one in turn; a learner no
 //     EtcdMember explains is removed after OrphanMemberGrace; the PVC of a member that neither
 //     Kubernetes nor etcd knows any more is deleted;
 //  2. bootstrap (§4, states B0–B4): create the seed, give it its initialCluster, wait for it, latch

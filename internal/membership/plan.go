@@ -53,7 +53,7 @@ func next(s Scope) Action {
 // pending members, orphan learners and orphan PVCs.
 func finishInterrupted(s *Scope) (Action, bool) {
 	if !s.Etcd.Known {
-		return Action{}, false // every rule below needs etcd's member list
+		return readopt(s) // every other rule below needs etcd's member list
 	}
 	members := slices.Clone(s.Members)
 	slices.SortFunc(members, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
@@ -77,6 +77,10 @@ func finishInterrupted(s *Scope) (Action, bool) {
 			}
 			return join(s, m), true
 		}
+	}
+	// An orphan PVC whose member etcd still lists (re-adopted before an orphan learner goes).
+	if a, ok := readopt(s); ok {
+		return a, true
 	}
 	// An etcd member no EtcdMember explains: a learner added by an operator that crashed before
 	// it patched the member it added it for, and whose member was then deleted; or a member whose
@@ -352,16 +356,17 @@ func answering(s *Scope, e etcdclient.Member, inEtcd bool) bool {
 	return inEtcd && ok
 }
 
-// neverStarted reports a member that failed to start (Healthy=False/StartFailed) and never
-// became a voter: a new member of a scale-up or a replacement. It holds the one learner slot, so
-// it is replaced, after a back-off. A voter that fails to start a new template is a halted roll
-// instead, and is left for a person.
+// neverStarted reports a member that failed to start (Healthy=False/StartFailed) whose etcd
+// process never joined: a new member of a scale-up or a replacement that etcd lists as a learner
+// that has not started. It holds the one learner slot, so it is replaced, after a back-off. A
+// started learner is catching up (a large keyspace takes minutes) and is left to finish; a voter
+// that fails to start a new template is a halted roll, left for a person.
 func neverStarted(s *Scope, m Member) bool {
 	if !m.Unhealthy || m.HealthyReason != health.ReasonStartFailed {
 		return false
 	}
 	e, inEtcd := s.etcdMemberByIdentity(m)
-	return !inEtcd || e.IsLearner
+	return !inEtcd || (e.IsLearner && !e.Started())
 }
 
 // backoff holds the replacement of member m, which never started, for the back-off in force:

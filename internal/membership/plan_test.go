@@ -626,6 +626,12 @@ func TestReplacementBackoff(t *testing.T) {
 			t.Errorf("BackoffFor(%d) = %s, want %s", attempts, got, want)
 		}
 	}
+	// A learner that started is catching up, however long it takes: never replaced.
+	s = failed(steady3(), t0)
+	s.Etcd.Members[3] = learner(4, "d", true)
+	if got := Next(s); got.Kind == KindRemove || got.Kind == KindBackoff {
+		t.Errorf("started learner StartFailed: Next = %+v, want no replacement", got)
+	}
 	// A voter whose new template fails to start is a halted roll: never replaced.
 	s = steady3()
 	s.Members[1].Unhealthy, s.Members[1].HealthyReason = true, health.ReasonStartFailed

@@ -109,6 +109,16 @@ type PVC struct {
 	MemberUID string
 	// Deleting is true once the PVC has a deletionTimestamp.
 	Deleting bool
+	// MemberRecreated is true when an EtcdMember named Member exists and was created under an
+	// explicit name, not GenerateName: re-created for this PVC (or re-applied by a person),
+	// never a member the operator made afresh.
+	MemberRecreated bool
+	// PeerURL is the peer URL an EtcdMember re-created for this PVC would advertise.
+	PeerURL string
+	// Foreign is true for a PVC that carries the cluster label but holds another cluster's
+	// data: controlled by something else, or older than the cluster (left by an earlier cluster
+	// of the same name under reclaimPolicy Retain, or adopted from another operator).
+	Foreign bool
 }
 
 // Etcd is what etcd said in this pass.

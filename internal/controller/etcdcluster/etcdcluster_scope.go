@@ -275,11 +275,14 @@ func (p *pass) scope() membership.Scope {
 	for i := range p.members {
 		s.Members = append(s.Members, p.memberView(&p.members[i]))
 	}
-	for _, pvc := range p.pvcs {
-		s.PVCs = append(s.PVCs, membership.PVC{
+	for i := range p.pvcs {
+		pvc := &p.pvcs[i]
+		v := membership.PVC{
 			Name: pvc.Name, Member: pvc.Labels[etcdv1alpha2.LabelComponent],
 			MemberUID: pvc.Annotations[etcdv1alpha2.AnnotationMemberUID], Deleting: !pvc.DeletionTimestamp.IsZero(),
-		})
+		}
+		p.readoptView(&v, pvc)
+		s.PVCs = append(s.PVCs, v)
 	}
 	s.ClassifyFromEtcd()
 	return s

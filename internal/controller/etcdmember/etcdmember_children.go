@@ -54,6 +54,9 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, erro
 	}
 	name := desired.PVCName(m.Name)
 	switch {
+	case sc.pvc != nil && !sc.pvcOwned && predecessorPVC(sc.pvc, m):
+		sc.notes.podBlocked = readoptWait(sc.pvc)
+		return stepResult{stop: true, reason: "PVC awaiting re-adoption"}, nil
 	case sc.pvc != nil && !sc.pvcOwned:
 		msg := pvcConflict(sc.pvc, m)
 		sc.notes.conflict = msg
@@ -99,6 +102,11 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, erro
 func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (stepResult, error) {
 	m := sc.member
 	pod := sc.pod
+	if pod != nil && !sc.podOwned && predecessorPod(pod, m) {
+		sc.notes.podBlocked = fmt.Sprintf("Pod %s belongs to an earlier EtcdMember %s (UID %s); waiting for the garbage collector to delete it",
+			pod.Name, m.Name, metav1.GetControllerOf(pod).UID)
+		return stepResult{stop: true, reason: "predecessor's Pod"}, nil
+	}
 	if pod != nil && !sc.podOwned {
 		msg := podConflict(pod, m)
 		sc.notes.conflict = msg
@@ -206,10 +214,18 @@ func (r *Reconciler) nameTaken(ctx context.Context, sc *scope, obj client.Object
 		if podOwnedBy(o, m) {
 			return stepResult{requeueAfter: conflictRetry, reason: "cache lags"}, nil
 		}
+		if predecessorPod(o, m) {
+			sc.notes.podBlocked = "Pod " + o.Name + " belongs to an earlier EtcdMember of this name; waiting for the garbage collector to delete it"
+			return stepResult{stop: true, reason: "predecessor's Pod"}, nil
+		}
 		msg = podConflict(o, m)
 	case *corev1.PersistentVolumeClaim:
 		if pvcOwnedBy(o, m) {
 			return stepResult{requeueAfter: conflictRetry, reason: "cache lags"}, nil
+		}
+		if predecessorPVC(o, m) {
+			sc.notes.podBlocked = readoptWait(o)
+			return stepResult{stop: true, reason: "PVC awaiting re-adoption"}, nil
 		}
 		msg = pvcConflict(o, m)
 	}
@@ -274,6 +290,12 @@ func (r *Reconciler) conflictEvent(ctx context.Context, sc *scope, msg string) {
 	}
 	logf.FromContext(ctx).Info("Refusing a foreign object", "reason", msg)
 	r.event(sc, corev1.EventTypeWarning, EventOwnershipConflict, actionRefuse, "%s", msg)
+}
+
+// readoptWait says why a re-created member has no Pod yet: its PVC still names its predecessor.
+func readoptWait(pvc *corev1.PersistentVolumeClaim) string {
+	return fmt.Sprintf("PVC %s still belongs to an earlier EtcdMember of this name (UID %s); waiting for the EtcdCluster controller to re-adopt it",
+		pvc.Name, pvc.Annotations[etcdv1alpha2.AnnotationMemberUID])
 }
 
 // podConflict is the message of a Pod named like the member that the member does not control.

@@ -69,6 +69,64 @@ func TestPVCOwnedBy(t *testing.T) {
 	}
 }
 
+func TestPredecessorPVC(t *testing.T) {
+	t.Parallel()
+	m := member()
+	pvc := func(opts ...func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
+		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+			Name:            "data-" + testMember,
+			Labels:          map[string]string{etcdv1alpha2.LabelCluster: testCluster, etcdv1alpha2.LabelComponent: testMember},
+			Annotations:     map[string]string{etcdv1alpha2.AnnotationMemberUID: "earlier-member"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "EtcdCluster", Name: testCluster, UID: testClusterUID, Controller: ptr.To(true)}},
+		}}
+		for _, o := range opts {
+			o(p)
+		}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		pvc  *corev1.PersistentVolumeClaim
+		want bool
+	}{
+		"an earlier member of this name in this cluster (Delete)": {pvc(), true},
+		"an earlier member of this name in this cluster (Retain)": {pvc(func(p *corev1.PersistentVolumeClaim) { p.OwnerReferences = nil }), true},
+		"the member's own":                       {pvc(func(p *corev1.PersistentVolumeClaim) { p.Annotations[etcdv1alpha2.AnnotationMemberUID] = testMemberUID }), false},
+		"no member-uid":                          {pvc(func(p *corev1.PersistentVolumeClaim) { p.Annotations = nil }), false},
+		"another member's label":                 {pvc(func(p *corev1.PersistentVolumeClaim) { p.Labels[etcdv1alpha2.LabelComponent] = "other" }), false},
+		"another cluster's label":                {pvc(func(p *corev1.PersistentVolumeClaim) { p.Labels[etcdv1alpha2.LabelCluster] = "other" }), false},
+		"controlled by a cluster of another UID": {pvc(func(p *corev1.PersistentVolumeClaim) { p.OwnerReferences[0].UID = "other" }), false},
+	} {
+		if got := predecessorPVC(tc.pvc, m); got != tc.want {
+			t.Errorf("%s: predecessorPVC = %v, want %v", name, got, tc.want)
+		}
+	}
+	afresh := member(func(m *etcdv1alpha2.EtcdMember) { m.GenerateName = testCluster + "-" })
+	if predecessorPVC(pvc(), afresh) {
+		t.Error("a member named by GenerateName waits for an earlier member's PVC instead of refusing it")
+	}
+}
+
+func TestPredecessorPod(t *testing.T) {
+	t.Parallel()
+	m := member()
+	labelled := func(p *corev1.Pod) { p.Labels = map[string]string{etcdv1alpha2.LabelCluster: testCluster} }
+	earlier := func(p *corev1.Pod) { p.OwnerReferences[0].UID = "earlier-member" }
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"controlled by an earlier member of this name": {pod(true, labelled, earlier), true},
+		"the member's own":                       {pod(true, labelled), false},
+		"another cluster's":                      {pod(true, earlier), false},
+		"controlled by something else":           {pod(true, labelled, earlier, func(p *corev1.Pod) { p.OwnerReferences[0].Kind = "StatefulSet" }), false},
+		"controlled by a member of another name": {pod(true, labelled, earlier, func(p *corev1.Pod) { p.OwnerReferences[0].Name = "other" }), false},
+	} {
+		if got := predecessorPod(tc.pod, m); got != tc.want {
+			t.Errorf("%s: predecessorPod = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
 func TestClassifyParent(t *testing.T) {
 	t.Parallel()
 	cluster := func(uid string, deleting bool) *etcdv1alpha2.EtcdCluster {

@@ -224,12 +224,14 @@ func clusterChangesThatMatter() predicate.Funcs {
 //     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)
 //     and release it, or hold it and say why. Nothing else runs.
 //  5. Add the member-cleanup finalizer if it is missing.
-//  6. Ensure the PVC (PVC members): create data-<member> when absent; refuse a foreign one;
-//     keep its labels and additionalMetadata in place.
+//  6. Ensure the PVC (PVC members): create data-<member> when absent; refuse a foreign one,
+//     but wait while it is an earlier member's of this name (re-adoption rewrites its
+//     member-uid); keep its labels and additionalMetadata in place.
 //  7. Ensure the Pod: delete it gracefully when dormant, delete a Failed Pod of a PVC member
 //     (it is recreated from its PVC next pass), otherwise create it when initialCluster is set
 //     (never for a Memory member that lost its Pod, and never while the parent is unreadable);
-//     refuse a foreign Pod; keep role=voter and additionalMetadata in place.
+//     refuse a foreign Pod, wait for an earlier member's of this name to be garbage-collected;
+//     keep role=voter and additionalMetadata in place.
 //  8. Requeue only for external state (etcd membership during a deletion, a missing Secret)
 //     and for the end of a running classifier grace (pending, start, failure, node-lost,
 //     terminating), which no event marks; watches drive everything else.

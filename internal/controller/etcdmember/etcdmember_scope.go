@@ -160,3 +160,32 @@ func pvcOwnedBy(pvc *corev1.PersistentVolumeClaim, member *etcdv1alpha2.EtcdMemb
 	owner := metav1.GetControllerOf(member)
 	return ref.Kind == "EtcdCluster" && owner != nil && ref.UID == owner.UID
 }
+
+// predecessorPVC reports whether pvc, not the member's own, was left by an earlier EtcdMember of
+// the same name in the same cluster (labels, member-uid of another UID, no controller but the
+// member's cluster), and the member was created under that name explicitly. That is how a
+// deleted member comes back: the EtcdCluster controller re-creates it and rewrites the PVC's
+// member-uid right after (behaviour.md §10, re-adoption), so the member waits for that instead
+// of refusing the data. A member named by GenerateName never comes back for old data.
+func predecessorPVC(pvc *corev1.PersistentVolumeClaim, member *etcdv1alpha2.EtcdMember) bool {
+	uid := pvc.Annotations[etcdv1alpha2.AnnotationMemberUID]
+	if member.GenerateName != "" || uid == "" || uid == string(member.UID) || pvc.Labels[etcdv1alpha2.LabelComponent] != member.Name ||
+		pvc.Labels[etcdv1alpha2.LabelCluster] != member.Spec.ClusterName {
+		return false
+	}
+	ref := metav1.GetControllerOf(pvc)
+	if ref == nil {
+		return true
+	}
+	owner := metav1.GetControllerOf(member)
+	return ref.Kind == "EtcdCluster" && owner != nil && ref.UID == owner.UID
+}
+
+// predecessorPod reports whether pod is controlled by an earlier EtcdMember of the same name:
+// names are unique, so that member is gone and the garbage collector deletes its Pod. The
+// member waits for that; it never deletes a Pod it does not control.
+func predecessorPod(pod *corev1.Pod, member *etcdv1alpha2.EtcdMember) bool {
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.Kind == "EtcdMember" && ref.Name == member.Name && ref.UID != member.UID &&
+		pod.Labels[etcdv1alpha2.LabelCluster] == member.Spec.ClusterName
+}

@@ -3,6 +3,7 @@ package etcdcluster_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,10 @@ func TestCrashConsistency(t *testing.T) {
 			t.Cleanup(failpoint.Disarm)
 
 			d.until("bootstrap of 3", w.converged(name, 3))
+			if slices.Contains(readoptSteps, step) {
+				crashReadopt(t, w, d, name, step)
+				return
+			}
 			if step == failpoint.OrphanRemoved {
 				// A learner nobody explains, as left by an add whose member was then deleted.
 				w.fake(name).addOrphan("http://stray." + name + "." + w.ns + ".svc:2380")

@@ -56,6 +56,16 @@ type world struct {
 	// nodeLabels are the labels of the one node the fake kubelet schedules onto (kubeletOnly):
 	// a Pod whose nodeSelector they do not satisfy stays Pending, unschedulable.
 	nodeLabels map[string]string
+	// real runs real etcd processes for the Pods instead of the fakes (newRealWorld).
+	real *realEtcd
+}
+
+// etcdMembers is etcd's member list of cluster name: the fake's, or the real processes'.
+func (w *world) etcdMembers(name string) []etcdclient.Member {
+	if w.real != nil {
+		return w.real.snapshot()
+	}
+	return w.fake(name).snapshot()
 }
 
 // newWorld creates a namespace and starts the fake kubelet in it.
@@ -198,7 +208,7 @@ func (w *world) converged(name string, n int) func() error {
 		if err := consistent(w, c); err != nil {
 			return err
 		}
-		ms := w.fake(name).snapshot()
+		ms := w.etcdMembers(name)
 		if len(ms) != n {
 			return fmt.Errorf("etcd lists %d members, want %d", len(ms), n)
 		}
@@ -224,7 +234,7 @@ func consistent(w *world, c *etcdv1alpha2.EtcdCluster) error {
 	if err != nil {
 		return err
 	}
-	etcd := w.fake(c.Name).snapshot()
+	etcd := w.etcdMembers(c.Name)
 	seen := map[uint64]string{}
 	for _, m := range ms {
 		if !m.DeletionTimestamp.IsZero() || m.Annotations[etcdv1alpha2.AnnotationRemovalReason] != "" {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -34,6 +35,9 @@ func (w *world) tick(ctx context.Context) error {
 }
 
 func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) error {
+	if w.real != nil {
+		return w.real.tickCluster(ctx, w, c)
+	}
 	f := w.fake(c.Name)
 	members, err := w.members(ctx, c.Name)
 	if err != nil {
@@ -43,23 +47,25 @@ func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) er
 	if err := k8s.List(ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{etcdv1alpha2.LabelCluster: c.Name}); err != nil {
 		return err
 	}
-	podOf := map[string]*corev1.Pod{}
-	for i := range pods.Items {
-		podOf[pods.Items[i].Name] = &pods.Items[i]
-	}
-	live := map[string]bool{}
-	var errs []error
+	live := map[types.UID]bool{}
 	for i := range members {
-		m := &members[i]
-		live[m.Name] = true
-		errs = append(errs, w.tickMember(ctx, c, f, m, podOf[m.Name]))
+		live[members[i].UID] = true
 	}
-	// Garbage collection of Pods whose member is gone (envtest runs no garbage collector).
-	for name, pod := range podOf {
-		if !live[name] {
-			f.stop("http://" + desired.MemberHost(name, c.Name, c.Namespace) + ":2380")
-			errs = append(errs, client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))))
+	// Garbage collection of Pods whose member is gone (envtest runs no garbage collector), by
+	// UID: a member re-created under the same name does not own its predecessor's Pod.
+	podOf := map[string]*corev1.Pod{}
+	var errs []error
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if ref := metav1.GetControllerOf(pod); ref != nil && live[ref.UID] {
+			podOf[pod.Name] = pod
+			continue
 		}
+		f.stop("http://" + desired.MemberHost(pod.Name, c.Name, c.Namespace) + ":2380")
+		errs = append(errs, client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))))
+	}
+	for i := range members {
+		errs = append(errs, w.tickMember(ctx, c, f, &members[i], podOf[members[i].Name]))
 	}
 	return errors.Join(errs...)
 }
@@ -78,8 +84,8 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 		}
 		pod = nil
 	case wantPod && pod == nil:
-		if err := w.ensurePVC(ctx, c, m); err != nil {
-			return err
+		if mine, err := w.ensurePVC(ctx, c, m); err != nil || !mine {
+			return err // a PVC left by a predecessor of this name: wait for its re-adoption
 		}
 		created, err := w.runPod(ctx, f, m)
 		if err != nil {
@@ -163,7 +169,9 @@ func (w *world) labelRole(ctx context.Context, pod *corev1.Pod, voter bool) erro
 	return k8s.Patch(ctx, pod, client.MergeFrom(before))
 }
 
-func (w *world) ensurePVC(ctx context.Context, c *etcdv1alpha2.EtcdCluster, m *etcdv1alpha2.EtcdMember) error {
+// ensurePVC creates the member's PVC unless it exists, and reports whether the PVC is the
+// member's (by member-uid), as the EtcdMember controller checks before it starts a Pod.
+func (w *world) ensurePVC(ctx context.Context, c *etcdv1alpha2.EtcdCluster, m *etcdv1alpha2.EtcdMember) (bool, error) {
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: desired.PVCName(m.Name), Namespace: m.Namespace, Labels: desired.MemberLabels(c.Name, m.Name),
@@ -175,10 +183,17 @@ func (w *world) ensurePVC(ctx context.Context, c *etcdv1alpha2.EtcdCluster, m *e
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
 	}
-	if err := k8s.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating PVC %s: %w", pvc.Name, err)
+	err := k8s.Create(ctx, pvc)
+	switch {
+	case err == nil:
+		return true, nil
+	case !apierrors.IsAlreadyExists(err):
+		return false, fmt.Errorf("creating PVC %s: %w", pvc.Name, err)
 	}
-	return nil
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+		return false, fmt.Errorf("reading PVC %s: %w", pvc.Name, err)
+	}
+	return pvc.Annotations[etcdv1alpha2.AnnotationMemberUID] == string(m.UID), nil
 }
 
 // memberStatus writes the fields the EtcdMember controller owns, only when they change.
@@ -266,12 +281,17 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fak
 			return fmt.Errorf("starting Pod %s: %w", pod.Name, err)
 		}
 	}
+	if w.isUnready(m.Name) {
+		// Its process is down: etcd cannot reach it and its Pod is not Ready.
+		f.stop(peer)
+		return w.podReadiness(ctx, pod, false)
+	}
 	clientURL := membership.ClientURL(pod.Status.PodIP, false)
 	if m.Spec.Bootstrap && c.Status.ClusterID == "" {
 		f.bootstrap(m.Name, peer, clientURL)
 	}
 	f.start(m.Name, peer, clientURL)
-	return nil
+	return w.podReadiness(ctx, pod, true)
 }
 
 // fakeSchedulerMessage is what the scheduler says of a Pod whose nodeSelector no node matches.
