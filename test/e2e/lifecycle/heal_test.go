@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -56,25 +55,6 @@ const (
 // quorum-lost state, where any destructive step would show. Time-based rules (graces of a
 // minute or more) are not exercised by it.
 const quorumLossHold = 15 * time.Second
-
-// envFeatures lists operator features that some scenarios need and that are being built on
-// other branches; those scenarios skip until it names their feature (comma-separated, or
-// "all"). Once the feature is merged, the gate is removed from the scenario.
-const envFeatures = "E2E_FEATURES"
-
-// featureReadoption: EtcdMembers recreated from orphan PVCs (behaviour.md §10).
-const featureReadoption = "readoption"
-
-// requireFeatures skips the test unless E2E_FEATURES names every feature.
-func requireFeatures(f *framework.Test, features ...string) {
-	f.T.Helper()
-	enabled := strings.Split(os.Getenv(envFeatures), ",")
-	for _, feature := range features {
-		if !slices.Contains(enabled, feature) && !slices.Contains(enabled, "all") {
-			f.T.Skipf("needs operator feature %q, not merged yet: set %s=%s once it is", feature, envFeatures, strings.Join(features, ","))
-		}
-	}
-}
 
 // TestMemoryMemberReplaced loses two members of a 3-member Memory cluster under write traffic,
 // one after the other: the first member's Pod is deleted, then (once healed) another member's
@@ -537,12 +517,11 @@ func deleteAllMembersHeld(f *framework.Test, name string) (string, map[string]st
 // under its old member name, and the cluster comes back with the same member IDs, the same
 // cluster ID and its data (traffic: 0 acknowledged writes lost; HashKV equal). Records
 // readoption-heal (finalizers stripped → converged).
-//
-// Gated on the re-adoption feature (E2E_FEATURES=readoption), built on another branch.
+// Not smoke: TestEtcdMemberDeletionHeld covers the held deletion; this one is the total outage
+// that follows, in the full set.
 func TestEtcdMembersReadopted(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Disruptive)
-	requireFeatures(f, featureReadoption)
 	const name = "readopt"
 	clusterID, before := deleteAllMembersHeld(f, name)
 	oldUIDs := memberUIDs(f, name)
