@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+	"github.com/etcd-operator/etcd-operator/test/utils/etcdconn"
 )
 
 // Heal scenarios (issue #5): a member fails in one of the ways behaviour.md §9 and §10 list,
@@ -125,8 +126,24 @@ func TestPVCMemberDataDirWiped(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Smoke)
 	damage := f.RequireDataDirFaults()
-	dataDirFault(f, "wiped", health.ReasonDataLost, "pvc-wiped-heal",
+	dataDirFault(f, "wiped", pickLastJoiner, health.ReasonDataLost, "pvc-wiped-heal",
 		"PVC member's data dir wiped, etcd killed → DataLost after two identical exits → replaced, converged with 3 voters (target ≤ 60 s)",
+		damage.WipeDataDir)
+}
+
+// TestPVCMemberDataDirWipedEarlyJoiner is TestPVCMemberDataDirWiped for the member that joined
+// when the cluster had 2 members: its Pod's --initial-cluster (fixed when the Pod was created)
+// names 2 members, so etcd restarted on the empty data dir refuses it against the cluster's 3
+// ("error validating peerURLs … member count is unequal") instead of panicking on its lost raft
+// log. Its data is lost all the same, so behaviour.md §9 says DataLost; the operator's pattern
+// table reads that message as RemovedFromCluster (finding 6), so this test fails on the reason
+// while the replacement itself works. Records pvc-wiped-early-joiner-heal.
+func TestPVCMemberDataDirWipedEarlyJoiner(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t)
+	damage := f.RequireDataDirFaults()
+	dataDirFault(f, "wiped2", pickEarlyJoiner, health.ReasonDataLost, "pvc-wiped-early-joiner-heal",
+		"PVC member that joined a 2-member cluster: data dir wiped, etcd killed → replaced, converged with 3 voters",
 		damage.WipeDataDir)
 }
 
@@ -138,15 +155,16 @@ func TestPVCMemberDataDirCorrupted(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t)
 	damage := f.RequireDataDirFaults()
-	dataDirFault(f, "corrupt", health.ReasonDataCorrupt, "pvc-corrupt-heal",
+	dataDirFault(f, "corrupt", pickLastJoiner, health.ReasonDataCorrupt, "pvc-corrupt-heal",
 		"PVC member's bbolt db corrupted, etcd killed → DataCorrupt after two identical exits → replaced, converged with 3 voters (target ≤ 60 s)",
 		damage.CorruptDataDir)
 }
 
-// dataDirFault runs a data-dir scenario: a 3-member PVC cluster under traffic; one member's etcd
-// is frozen (SIGSTOP, so that it cannot rewrite what is damaged), its data dir damaged, and the
-// process killed; the member must be classified reason, replaced and the cluster converged.
-func dataDirFault(f *framework.Test, name, reason, measure, note string, damage func(ctx context.Context, namespace, pod, mountPath string) error) {
+// dataDirFault runs a data-dir scenario: a 3-member PVC cluster under traffic; one member (how)
+// that is not etcd's leader (leadership is moved away if needed) has its etcd frozen (SIGSTOP,
+// so that it cannot rewrite what is damaged), its data dir damaged, and the process killed; the
+// member must be classified reason, replaced and the cluster converged.
+func dataDirFault(f *framework.Test, name string, how pick, reason, measure, note string, damage func(ctx context.Context, namespace, pod, mountPath string) error) {
 	t := f.T
 	requireOperator(f)
 	signals := f.RequireContainerSignals()
@@ -158,11 +176,12 @@ func dataDirFault(f *framework.Test, name, reason, measure, note string, damage 
 	load := startLoad(f, name)
 	obs := observeMembership(f, name)
 	hist := watchHistory(f, name)
-	// Neither the seed nor the leader: both rejoin silently on an empty data dir instead of
-	// exiting (etcd re-founds the seed's one-member cluster from its --initial-cluster-state=new,
-	// and a new leader starts a wiped former leader's log from index 0), so the exits this
-	// scenario is about would not happen. See docs/e2e-lifecycle.md, finding 4.
-	victim := pickMember(f, name, pickFollower)
+	// Not the leader: a wiped former leader rejoins silently instead of exiting (the new
+	// leader replicates its log from index 1 to it), so the exits this scenario is about would
+	// not happen (docs/e2e-lifecycle.md, finding 5). Not the seed: its Pod still says
+	// --initial-cluster-state=new.
+	victim := pickMember(f, name, how)
+	moveLeaderAway(f, name, victim)
 
 	start := time.Now()
 	if err := signals.SignalContainer(f.Ctx, f.Namespace, victim, desired.ContainerName, "SIGSTOP"); err != nil {
@@ -192,12 +211,12 @@ func dataDirFault(f *framework.Test, name, reason, measure, note string, damage 
 }
 
 // TestQuorumLossKeepsData takes 2 of the 3 members of a PVC cluster down under write traffic
-// (their Pods deleted, and kept from coming back for quorumLossHold by a ResourceQuota that
-// lets the API server refuse new Pods in the namespace) and checks behaviour.md §10's "quorum
+// (their Pods deleted, and kept from coming back for quorumLossHold by an admission policy that
+// refuses to create Pods of those names: framework.DenyPodCreates) and checks behaviour.md §10's "quorum
 // lost, data intact" row: while they are down the EtcdCluster says Available=False/QuorumLost
 // and Degraded=True/QuorumLost, and nothing destructive happens (no EtcdMember deleted or
 // annotated removal-reason, no PVC deleted, etcd's membership unchanged, as the watches and the
-// surviving member report it). Once Pods may be created again: converged with the same member
+// surviving member report it). Once the Pods may be created again: converged with the same member
 // names and IDs, the same PVCs, the same cluster ID, HashKV equal, no acknowledged write lost.
 // Records quorum-lost-reported (Pods deleted → QuorumLost) and quorum-lost-heal (quota lifted →
 // converged).
@@ -214,8 +233,6 @@ func TestQuorumLossKeepsData(t *testing.T) {
 	load := startLoad(f, name)
 	obs := observeMembership(f, name)
 	hist := watchHistory(f, name)
-	lift := holdPodCreates(f)
-
 	survivor := pickMember(f, name, pickAny)
 	var down []string
 	for m := range before {
@@ -224,20 +241,18 @@ func TestQuorumLossKeepsData(t *testing.T) {
 		}
 	}
 	slices.Sort(down)
+	pods := podUIDs(f, name)
+	lift := f.DenyPodCreates(down...)
 	start := time.Now()
 	for _, m := range down {
-		pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Ctx, m, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := f.DeletePod(f.Ctx, f.Namespace, m, nil); err != nil {
 			t.Fatal(err)
 		}
-		defer func() {
-			if err := f.WaitForPodGone(f.Ctx, f.Namespace, m, pod.UID, podGoneTimeout); err != nil {
-				t.Error(err)
-			}
-		}()
+	}
+	for _, m := range down {
+		if err := f.WaitForPodGone(f.Ctx, f.Namespace, m, types.UID(pods[m]), podGoneTimeout); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ec = waitCondition(f, name, etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, "QuorumLost", healTimeout)
 	f.Record("quorum-lost-reported", since(start), "2 of 3 PVC members' Pods deleted → Available=False/QuorumLost")
@@ -280,7 +295,7 @@ func holdQuorumLost(f *framework.Test, name, survivor string, down []string, bef
 	err := f.Poll(fmt.Sprintf("%s of quorum loss", quorumLossHold), quorumLossHold+time.Minute, func(ctx context.Context) (bool, string, error) {
 		for _, m := range down {
 			if _, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, m, metav1.GetOptions{}); err == nil {
-				return false, "", fmt.Errorf("member %s has a Pod again during the hold: the ResourceQuota did not keep it down", m)
+				return false, "", fmt.Errorf("member %s has a Pod again during the hold: the admission policy did not keep it down", m)
 			}
 		}
 		ec, err := getCluster(ctx, f, name)
@@ -321,46 +336,6 @@ func sameMembership(ctx context.Context, f *framework.Test, member string, want 
 	}
 	return nil
 }
-
-// holdPodCreates makes the API server refuse new Pods in the test namespace: a ResourceQuota of
-// one Pod while the cluster runs three. Pods the test deletes then stay down however fast the
-// operator recreates them, for as long as the test needs to look. It returns the function that
-// lifts the quota (a cleanup also does).
-func holdPodCreates(f *framework.Test) (lift func()) {
-	f.T.Helper()
-	quotas := f.Kube.CoreV1().ResourceQuotas(f.Namespace)
-	q := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "hold-pods"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
-	}
-	if _, err := quotas.Create(f.Ctx, q, metav1.CreateOptions{}); err != nil {
-		f.T.Fatalf("creating ResourceQuota: %v", err)
-	}
-	lift = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), namespaceCallTimeout)
-		defer cancel()
-		if err := quotas.Delete(ctx, q.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			f.T.Errorf("deleting ResourceQuota: %v", err)
-		}
-	}
-	f.T.Cleanup(lift)
-	// Until the quota controller has counted the Pods, admission cannot enforce the quota.
-	err := f.Poll("ResourceQuota hold-pods counted", time.Minute, func(ctx context.Context) (bool, string, error) {
-		got, err := quotas.Get(ctx, q.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, errState(ctx, err), nil
-		}
-		used, ok := got.Status.Used[corev1.ResourcePods]
-		return ok && used.Value() >= 3, fmt.Sprintf("status %+v", got.Status), nil
-	})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	return lift
-}
-
-// namespaceCallTimeout bounds single API calls made from cleanups.
-const namespaceCallTimeout = 30 * time.Second
 
 // TestOperatorDownWhileMemoryMemberLost stops the operator (scaled to 0), then deletes a Memory
 // member's Pod under write traffic: the cluster must stay writable with 2 of 3 members and no
@@ -864,6 +839,12 @@ const (
 	// pickAwayFromOperator takes a member whose node does not run the operator, so that
 	// stopping the node does not also stop the operator.
 	pickAwayFromOperator
+	// pickLastJoiner takes a member that is not the seed and whose spec.initialCluster (its
+	// Pod's --initial-cluster) names every member of the cluster.
+	pickLastJoiner
+	// pickEarlyJoiner takes a member that is not the seed and whose spec.initialCluster names
+	// fewer members than the cluster has now.
+	pickEarlyJoiner
 )
 
 // pickMember chooses a member of the cluster per how, by name order among the candidates.
@@ -879,6 +860,16 @@ func pickMember(f *framework.Test, name string, how pick) string {
 		leader := leaderID(f, name)
 		for _, m := range members {
 			if m.Spec.Bootstrap || m.Status.MemberID == leader {
+				avoid[m.Name] = true
+			}
+		}
+	case pickLastJoiner, pickEarlyJoiner:
+		for _, m := range members {
+			all := true
+			for _, other := range members {
+				all = all && strings.Contains(m.Spec.InitialCluster, other.Name+"=")
+			}
+			if m.Spec.Bootstrap || all != (how == pickLastJoiner) {
 				avoid[m.Name] = true
 			}
 		}
@@ -910,6 +901,53 @@ func leaderID(f *framework.Test, name string) string {
 		f.T.Fatalf("etcd Status at %s: %v", eps[0], err)
 	}
 	return hexID(st.Leader)
+}
+
+// moveLeaderAway moves etcd's leadership off member (to another member, the seed if it can),
+// and waits until a voter reports another leader; nothing happens when member does not lead.
+func moveLeaderAway(f *framework.Test, name, member string) {
+	f.T.Helper()
+	leader := leaderID(f, name)
+	members, err := listMembers(f.Ctx, f, name)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	var target uint64
+	for _, m := range members {
+		if m.Name == member && m.Status.MemberID != leader {
+			return
+		}
+		if id, err := strconv.ParseUint(m.Status.MemberID, 16, 64); err == nil && m.Name != member && (target == 0 || m.Spec.Bootstrap) {
+			target = id
+		}
+	}
+	ep, err := f.MemberEndpoints(f.Ctx, f.Namespace, etcdv1alpha2.LabelCluster+"="+name+",app.kubernetes.io/component="+member, false)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	c, err := etcdconn.New(f.Ctx, etcdconn.Options{Endpoints: ep})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	ctx, cancel := context.WithTimeout(f.Ctx, scaleTimeout)
+	defer cancel()
+	if _, err := c.MoveLeader(ctx, target); err != nil {
+		f.T.Fatalf("moving etcd's leadership from %s to %s: %v", member, hexID(target), err)
+	}
+	// MoveLeader returns once the transferee leads; the voter asked next may learn it a
+	// heartbeat later.
+	err = f.Poll("a leader other than "+member, 10*time.Second, func(ctx context.Context) (bool, string, error) {
+		st, err := c.Status(ctx, ep[0])
+		if err != nil {
+			return false, errState(ctx, err), nil
+		}
+		return hexID(st.Leader) != leader, "leader " + hexID(st.Leader), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	f.T.Logf("moved etcd's leadership from %s (%s) to %s", member, leader, hexID(target))
 }
 
 // operatorNodes are the nodes the operator's Pods run on.
