@@ -98,6 +98,9 @@ func TestMemoryMemberReplaced(t *testing.T) {
 	if evicted == deleted {
 		evicted = sortedKeys(before)[1]
 	}
+	// As before the first loss: the member just added must have run for etcd's settle time,
+	// or the next replacement's add waits for it (a second loss right after a replacement).
+	waitSettled(f, name)
 	start = evictWhenAllowed(f, evicted)
 	waitReplaced(f, name, evicted, healTimeout)
 	f.Record("memory-pod-evicted-heal", since(start), "Memory member's Pod evicted (Eviction API) → replaced, converged with 3 voters, under write traffic")
@@ -662,7 +665,7 @@ func TestNodeLostMemberReplaced(t *testing.T) {
 
 	start := time.Now()
 	restart := stopNode(f, nodes, node)
-	waitReplacedNodeDown(f, name, victim, nodeLostTimeout)
+	waitReplaced(f, name, victim, nodeLostTimeout)
 	f.Record("node-lost-heal", since(start), "node stopped → its member NodeLost after the shortened graces (terminating 20 s) → replaced, 3 voters Ready, Available=True/QuorumHealthy (target: replacement started ≤ 6 min with default graces)")
 	hist.requireHealthy(f, victim, metav1.ConditionFalse, health.ReasonNodeLost)
 	hist.requireRemovalReason(f, victim, health.ReasonNodeLost)
@@ -677,12 +680,15 @@ func TestNodeLostMemberReplaced(t *testing.T) {
 	load.verify(f, "node of one member stopped, member replaced, node back")
 }
 
-// waitReplacedNodeDown is waitReplaced for a member whose node is down: its old Pod stays
-// Terminating until the node returns (it is never force-deleted) and keeps its labels, so Pods
-// being deleted are left out of the count. Full convergence is checked once the node is back.
-func waitReplacedNodeDown(f *framework.Test, name, member string, timeout time.Duration) {
+// waitReplaced waits for the end of a heal: the member's EtcdMember is gone, the cluster has 3
+// EtcdMembers and says readyMembers 3, Available=True/QuorumHealthy and Progressing=False for
+// its generation, etcd lists 3 started voters and no learner, and 3 voter Pods that are not
+// being deleted are Ready. The replaced member's own Pod may still be terminating (for a lost
+// node, until the node returns: it is never force-deleted); requireHealed then waits for it too
+// (waitConverged), so the heal time measures the cluster, not the kubelet's cleanup.
+func waitReplaced(f *framework.Test, name, member string, timeout time.Duration) {
 	f.T.Helper()
-	err := f.Poll(member+" replaced while its node is down", timeout, func(ctx context.Context) (bool, string, error) {
+	err := f.Poll(member+" replaced, 3 voters", timeout, func(ctx context.Context) (bool, string, error) {
 		ms, err := listMembers(ctx, f, name)
 		if err != nil {
 			return false, errState(ctx, err), nil
@@ -697,7 +703,8 @@ func waitReplacedNodeDown(f *framework.Test, name, member string, timeout time.D
 		}
 		state := clusterState(ec)
 		if len(ms) != 3 || ec.Status.ReadyMembers != 3 || ec.Status.ObservedGeneration != ec.Generation ||
-			!condIs(ec.Status.Conditions, etcdv1alpha2.ConditionAvailable, metav1.ConditionTrue, "QuorumHealthy") {
+			!condIs(ec.Status.Conditions, etcdv1alpha2.ConditionAvailable, metav1.ConditionTrue, "QuorumHealthy") ||
+			!condIs(ec.Status.Conditions, etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse, "") {
 			return false, fmt.Sprintf("%d EtcdMembers; %s", len(ms), state), nil
 		}
 		ml, err := memberList(ctx, f, name)
@@ -985,32 +992,6 @@ func evictWhenAllowed(f *framework.Test, pod string) time.Time {
 		f.T.Fatal(err)
 	}
 	return at
-}
-
-// waitReplaced waits until the member's EtcdMember is gone and the cluster is converged with 3
-// voters (etcd lists 3 started voters, no learner, 3 EtcdMembers, 3 Ready voter Pods,
-// Available=True/QuorumHealthy, Progressing=False): the end of a heal.
-func waitReplaced(f *framework.Test, name, member string, timeout time.Duration) {
-	f.T.Helper()
-	err := f.Poll(member+" replaced, converged at 3", timeout, func(ctx context.Context) (bool, string, error) {
-		ms, err := listMembers(ctx, f, name)
-		if err != nil {
-			return false, errState(ctx, err), nil
-		}
-		if slices.ContainsFunc(ms, func(m etcdv1alpha2.EtcdMember) bool { return m.Name == member }) {
-			h := meta.FindStatusCondition(memberNamed(ms, member).Status.Conditions, etcdv1alpha2.ConditionHealthy)
-			return false, fmt.Sprintf("%s is still an EtcdMember (Healthy %v)", member, h), nil
-		}
-		ec, err := getCluster(ctx, f, name)
-		if err != nil {
-			return false, errState(ctx, err), nil
-		}
-		done, state := convergedState(ctx, f, ec, 3)
-		return done, state, nil
-	})
-	if err != nil {
-		f.T.Fatal(err)
-	}
 }
 
 func memberNamed(ms []etcdv1alpha2.EtcdMember, name string) *etcdv1alpha2.EtcdMember {
