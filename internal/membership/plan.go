@@ -139,7 +139,9 @@ func hasPVCOf(s *Scope, e etcdclient.Member) bool {
 func orphanPVCs(s *Scope) []PVC {
 	var out []PVC
 	for _, p := range s.PVCs {
-		if p.Deleting || p.Member == "" {
+		// A foreign PVC holds another cluster's data (a Retain PVC of an earlier cluster of
+		// this name): never this cluster's to delete.
+		if p.Deleting || p.Member == "" || p.Foreign {
 			continue
 		}
 		if slices.ContainsFunc(s.Members, func(m Member) bool { return m.Name == p.Member || (p.MemberUID != "" && m.UID == p.MemberUID) }) {

@@ -639,3 +639,18 @@ func TestReplacementBackoff(t *testing.T) {
 		t.Errorf("voter StartFailed: Next = %+v, want no replacement", got)
 	}
 }
+
+func TestForeignPVCNeverDeleted(t *testing.T) {
+	t.Parallel()
+	// data-old was left under reclaimPolicy Retain by an earlier cluster of the same name: etcd
+	// does not list its member and no EtcdMember names it, yet it is not this cluster's data.
+	s := steady3()
+	s.PVCs = append(s.PVCs, PVC{Name: "data-old", Member: "old", MemberUID: "uid-old", Foreign: true})
+	if got := Next(s); got.Kind == KindDeletePVC {
+		t.Errorf("foreign PVC: Next = %+v, want it left alone", got)
+	}
+	s.PVCs[3].Foreign = false
+	if got := Next(s); got.Kind != KindDeletePVC || got.PVC != "data-old" {
+		t.Errorf("this cluster's orphan PVC: Next = %+v, want it deleted", got)
+	}
+}
