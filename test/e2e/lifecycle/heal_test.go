@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -707,21 +709,27 @@ func waitReplaced(f *framework.Test, name, member string, timeout time.Duration)
 			!condIs(ec.Status.Conditions, etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse, "") {
 			return false, fmt.Sprintf("%d EtcdMembers; %s", len(ms), state), nil
 		}
-		ml, err := memberList(ctx, f, name)
-		if err != nil {
-			return false, fmt.Sprintf("%s; MemberList: %v", state, err), nil
-		}
-		voters, learners, unstarted := countMembers(ml)
 		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: voterSelector(name)})
 		if err != nil {
 			return false, errState(ctx, err), nil
 		}
+		var live []corev1.Pod
 		ready := 0
-		for i := range pods.Items {
-			if framework.PodReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
-				ready++
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				live = append(live, p)
+				if framework.PodReady(&p) {
+					ready++
+				}
 			}
 		}
+		// Only Pods not being deleted are asked: the replaced member's etcd is gone, and a
+		// dial to it would cost the call timeout and add it to the heal time.
+		ml, err := memberListOf(ctx, live)
+		if err != nil {
+			return false, fmt.Sprintf("%s; MemberList: %v", state, err), nil
+		}
+		voters, learners, unstarted := countMembers(ml)
 		return voters == 3 && learners == 0 && unstarted == 0 && ready == 3,
 			fmt.Sprintf("%s; etcd: %d voters, %d learners, %d unstarted; %d voter Pods Ready", state, voters, learners, unstarted, ready), nil
 	})
@@ -992,6 +1000,20 @@ func evictWhenAllowed(f *framework.Test, pod string) time.Time {
 		f.T.Fatal(err)
 	}
 	return at
+}
+
+// memberListOf asks the given member Pods for etcd's member list, in turn, until one answers.
+func memberListOf(ctx context.Context, pods []corev1.Pod) (*clientv3.MemberListResponse, error) {
+	eps, _ := etcdconn.PodEndpoints(pods, etcdconn.ClientPort, false)
+	var errs []error
+	for _, ep := range eps {
+		ml, err := memberListAt(ctx, ep)
+		if err == nil {
+			return ml, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("no member answered: %w", errors.Join(errs...))
 }
 
 func memberNamed(ms []etcdv1alpha2.EtcdMember, name string) *etcdv1alpha2.EtcdMember {
