@@ -713,25 +713,22 @@ func waitReplaced(f *framework.Test, name, member string, timeout time.Duration)
 		if err != nil {
 			return false, errState(ctx, err), nil
 		}
-		var live []corev1.Pod
-		ready := 0
+		var ready []corev1.Pod
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil {
-				live = append(live, p)
-				if framework.PodReady(&p) {
-					ready++
-				}
+			if p.DeletionTimestamp == nil && framework.PodReady(&p) {
+				ready = append(ready, p)
 			}
 		}
-		// Only Pods not being deleted are asked: the replaced member's etcd is gone, and a
-		// dial to it would cost the call timeout and add it to the heal time.
-		ml, err := memberListOf(ctx, live)
+		// Only Ready Pods not being deleted are asked: the replaced member's etcd is gone and
+		// a new one may not serve yet, and a call to either would block this poll for the call
+		// timeout, which would then be counted in the heal time.
+		ml, err := memberListOf(ctx, ready)
 		if err != nil {
 			return false, fmt.Sprintf("%s; MemberList: %v", state, err), nil
 		}
 		voters, learners, unstarted := countMembers(ml)
-		return voters == 3 && learners == 0 && unstarted == 0 && ready == 3,
-			fmt.Sprintf("%s; etcd: %d voters, %d learners, %d unstarted; %d voter Pods Ready", state, voters, learners, unstarted, ready), nil
+		return voters == 3 && learners == 0 && unstarted == 0 && len(ready) == 3,
+			fmt.Sprintf("%s; etcd: %d voters, %d learners, %d unstarted; %d voter Pods Ready", state, voters, learners, unstarted, len(ready)), nil
 	})
 	if err != nil {
 		f.T.Fatal(err)
