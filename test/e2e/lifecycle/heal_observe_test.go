@@ -361,6 +361,30 @@ func (h *history) requireCluster(f *framework.Test, what string, pred func(clust
 	}
 }
 
+// logStatusHealed logs how long after start the EtcdCluster's status first said converged at 3
+// again (readyMembers 3, Available=True/QuorumHealthy, Progressing=False) after having said
+// otherwise: the operator's own view of the heal, next to the recorded one, which a test-side
+// poll observes (on a loaded machine up to a few seconds later).
+func (h *history) logStatusHealed(f *framework.Test, what string, start time.Time) {
+	f.T.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	unconverged := false
+	for _, s := range h.clusters {
+		if s.at.Before(start) {
+			continue
+		}
+		ok := s.readyMembers == 3 && condIs(s.conditions, etcdv1alpha2.ConditionAvailable, metav1.ConditionTrue, "QuorumHealthy") &&
+			condIs(s.conditions, etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse, "")
+		if !ok {
+			unconverged = true
+		} else if unconverged {
+			f.T.Logf("%s: status said converged at 3 again %s after the fault", what, s.at.Sub(start).Round(time.Millisecond))
+			return
+		}
+	}
+}
+
 // destructive lists every destructive change the history holds: an EtcdMember deleted, being
 // deleted or annotated with removal-reason; a data PVC deleted or being deleted.
 func (h *history) destructive() []string {

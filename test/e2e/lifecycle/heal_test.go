@@ -90,6 +90,7 @@ func TestMemoryMemberReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReplaced(f, name, deleted, healTimeout)
+	hist.logStatusHealed(f, "memory-pod-lost-heal", start)
 	f.Record("memory-pod-lost-heal", since(start), "Memory member's Pod deleted → replaced, converged with 3 voters, under write traffic (issue #5 target ≤ 6 s)")
 	hist.requireHealthy(f, deleted, metav1.ConditionFalse, health.ReasonDataLost)
 	hist.requireRemovalReason(f, deleted, health.ReasonDataLost)
@@ -105,6 +106,7 @@ func TestMemoryMemberReplaced(t *testing.T) {
 	waitSettled(f, name)
 	start = evictWhenAllowed(f, evicted)
 	waitReplaced(f, name, evicted, healTimeout)
+	hist.logStatusHealed(f, "memory-pod-evicted-heal", start)
 	f.Record("memory-pod-evicted-heal", since(start), "Memory member's Pod evicted (Eviction API) → replaced, converged with 3 voters, under write traffic")
 	hist.requireHealthy(f, evicted, metav1.ConditionFalse, health.ReasonDataLost)
 	hist.requireRemovalReason(f, evicted, health.ReasonDataLost)
@@ -199,6 +201,7 @@ func dataDirFault(f *framework.Test, name string, how pick, reason, measure, not
 		t.Fatal(err)
 	}
 	waitReplaced(f, name, victim, healTimeout)
+	hist.logStatusHealed(f, measure, start)
 	f.Record(measure, since(start), note)
 
 	hist.requireHealthy(f, victim, metav1.ConditionFalse, reason)
@@ -391,6 +394,7 @@ func TestOperatorDownWhileMemoryMemberLost(t *testing.T) {
 	}
 	f.Record("operator-return", since(returned), "operator scaled 0 → 1 → Deployment available")
 	waitReplaced(f, name, lost, healTimeout)
+	hist.logStatusHealed(f, "heal-after-operator-return", returned)
 	f.Record("heal-after-operator-return", since(returned), "operator scaled back while a Memory member was lost → replaced, converged with 3 voters")
 	hist.requireHealthy(f, lost, metav1.ConditionFalse, health.ReasonDataLost)
 	hist.requireRemovalReason(f, lost, health.ReasonDataLost)
@@ -567,6 +571,7 @@ func TestCrashLoopMemberReplaced(t *testing.T) {
 	start := time.Now()
 	kills := killOnEveryStart(f, containers, victim, crashLoopTimeout)
 	waitReplaced(f, name, victim, crashLoopTimeout)
+	hist.logStatusHealed(f, "crashloop-heal", start)
 	f.Record("crashloop-heal", since(start), fmt.Sprintf("etcd killed on every start (%d kills) → Healthy=False/CrashLoop → replaced, converged with 3 voters (target: replacement started ≤ 4 min)", kills))
 	hist.requireHealthy(f, victim, metav1.ConditionFalse, health.ReasonCrashLoop)
 	hist.requireRemovalReason(f, victim, health.ReasonCrashLoop)
@@ -668,6 +673,7 @@ func TestNodeLostMemberReplaced(t *testing.T) {
 	start := time.Now()
 	restart := stopNode(f, nodes, node)
 	waitReplaced(f, name, victim, nodeLostTimeout)
+	hist.logStatusHealed(f, "node-lost-heal", start)
 	f.Record("node-lost-heal", since(start), "node stopped → its member NodeLost after the shortened graces (terminating 20 s) → replaced, 3 voters Ready, Available=True/QuorumHealthy (target: replacement started ≤ 6 min with default graces)")
 	hist.requireHealthy(f, victim, metav1.ConditionFalse, health.ReasonNodeLost)
 	hist.requireRemovalReason(f, victim, health.ReasonNodeLost)
