@@ -4,7 +4,6 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -696,7 +695,19 @@ func TestNodeLostMemberReplaced(t *testing.T) {
 // (waitConverged), so the heal time measures the cluster, not the kubelet's cleanup.
 func waitReplaced(f *framework.Test, name, member string, timeout time.Duration) {
 	f.T.Helper()
-	err := f.Poll(member+" replaced, 3 voters", timeout, func(ctx context.Context) (bool, string, error) {
+	// One etcd client for the whole wait, its endpoints set to the Ready voters at each poll: a
+	// client dialled afresh per poll took up to 2 s to connect to a member that had just
+	// started, and the heal time would include it.
+	eps, err := f.MemberEndpoints(f.Ctx, f.Namespace, voterSelector(name), false)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	c, err := etcdconn.New(f.Ctx, etcdconn.Options{Endpoints: eps})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	err = f.Poll(member+" replaced, 3 voters", timeout, func(ctx context.Context) (bool, string, error) {
 		ms, err := listMembers(ctx, f, name)
 		if err != nil {
 			return false, errState(ctx, err), nil
@@ -728,7 +739,14 @@ func waitReplaced(f *framework.Test, name, member string, timeout time.Duration)
 		// Only Ready Pods not being deleted are asked: the replaced member's etcd is gone and
 		// a new one may not serve yet, and a call to either would block this poll for the call
 		// timeout, which would then be counted in the heal time.
-		ml, err := memberListOf(ctx, ready)
+		readyEps, _ := etcdconn.PodEndpoints(ready, etcdconn.ClientPort, false)
+		if len(readyEps) == 0 {
+			return false, state + "; no Ready voter Pod", nil
+		}
+		c.SetEndpoints(readyEps...)
+		cctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+		defer cancel()
+		ml, err := c.MemberList(cctx, clientv3.WithSerializable())
 		if err != nil {
 			return false, fmt.Sprintf("%s; MemberList: %v", state, err), nil
 		}
@@ -1003,20 +1021,6 @@ func evictWhenAllowed(f *framework.Test, pod string) time.Time {
 		f.T.Fatal(err)
 	}
 	return at
-}
-
-// memberListOf asks the given member Pods for etcd's member list, in turn, until one answers.
-func memberListOf(ctx context.Context, pods []corev1.Pod) (*clientv3.MemberListResponse, error) {
-	eps, _ := etcdconn.PodEndpoints(pods, etcdconn.ClientPort, false)
-	var errs []error
-	for _, ep := range eps {
-		ml, err := memberListAt(ctx, ep)
-		if err == nil {
-			return ml, nil
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("no member answered: %w", errors.Join(errs...))
 }
 
 func memberNamed(ms []etcdv1alpha2.EtcdMember, name string) *etcdv1alpha2.EtcdMember {
