@@ -172,6 +172,11 @@ func progressing(in ConditionInput) metav1.Condition {
 			reason = ReasonBootstrapStalled
 		}
 		msg = "the progress deadline passed; still working: " + a.Message
+		if l.Rejected != "" {
+			msg += "; the newer spec is refused: " + l.Rejected
+		}
+	case l.Rejected != "":
+		st, reason, msg = metav1.ConditionFalse, ReasonVersionChangeRejected, l.Rejected
 	case l.Adopted:
 		reason, msg = l.AdoptReason, fmt.Sprintf("adopted generation %d: %s", l.ObservedGeneration, a.Message)
 	case a.Kind == KindNone && a.Reason == ReasonPaused && converged:
