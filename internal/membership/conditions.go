@@ -166,6 +166,14 @@ func progressing(in ConditionInput) metav1.Condition {
 	switch {
 	case AllMembersLost(s):
 		st, reason, msg = metav1.ConditionFalse, ReasonAllMembersLost, "no member is left to converge; restore from a snapshot"
+	case l.Rejected != "":
+		// Ahead of the deadline, unlike the order of behaviour.md §22: a cluster that has not
+		// converged meets the version check only once its deadline passed, so DeadlineExceeded
+		// first would hide every refusal there; the refusal is what the user must act on.
+		st, reason, msg = metav1.ConditionFalse, ReasonVersionChangeRejected, l.Rejected
+		if l.Expired {
+			msg += "; the progress deadline passed; still working: " + a.Message
+		}
 	case l.Expired:
 		st, reason = metav1.ConditionFalse, ReasonDeadlineExceeded
 		if s.ClusterID == "" {

@@ -83,6 +83,10 @@ func TestConditions(t *testing.T) {
 		}, Lock{}, want{metav1.ConditionFalse, ReasonCertManagerNotInstalled}, want{metav1.ConditionTrue, ReasonWaitingForSeed}, want{metav1.ConditionTrue, ReasonTLSSecretMissing}},
 		{"a Secret of a formed cluster deleted", func() Scope { s := steady3(); s.TLS.MissingSecrets = []string{"byo"}; return s }, Lock{},
 			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionTrue, ReasonTLSSecretMissing}},
+		{"version change refused on a converged cluster", steady3, Lock{Rejected: "version 3.7.3 skips a minor"},
+			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonVersionChangeRejected}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"a refused version change outranks the deadline it was met at", func() Scope { s := steady3(); s.Target = 5; return s },
+			Lock{Expired: true, Rejected: "version 3.7.3 skips a minor"}, want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionFalse, ReasonVersionChangeRejected}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -21,6 +21,9 @@ const (
 	ReasonRetryAfterDeadline = "RetryAfterDeadline"
 	ReasonDeadlineExceeded   = "DeadlineExceeded"
 	ReasonBootstrapStalled   = "BootstrapStalled"
+	// ReasonVersionChangeRejected: the version check (behaviour.md §14) refused the spec, which
+	// is therefore not adopted.
+	ReasonVersionChangeRejected = "VersionChangeRejected"
 )
 
 // ObservedFromSpec is the part of spec the controller latches into status.observed: everything
@@ -119,6 +122,9 @@ type LockInput struct {
 	Converged bool
 	// Now is the clock reading of the pass.
 	Now time.Time
+	// VersionRejected is the version check's refusal of spec.version against the running
+	// versions (behaviour.md §14), empty when it allows it. A refused spec is never adopted.
+	VersionRejected string
 }
 
 // Lock is the lock's decision for one pass.
@@ -137,6 +143,10 @@ type Lock struct {
 	// says when it will be adopted.
 	Pending        bool
 	PendingMessage string
+	// Rejected is the version check's refusal of a spec this pass would otherwise have adopted:
+	// Progressing=False/VersionChangeRejected. The check runs again every pass, so a corrected
+	// spec is adopted by the next one.
+	Rejected string
 }
 
 // Decide applies the locking pattern of behaviour.md §5: adopt the spec on the first pass, when
@@ -159,20 +169,26 @@ func Decide(in LockInput) Lock {
 	case expired:
 		l.Adopted, l.AdoptReason = true, ReasonRetryAfterDeadline
 	}
+	if l.Adopted && in.VersionRejected != "" {
+		// Only a spec that would be adopted is refused: a spec waiting for convergence is still
+		// pending, and is checked against what runs when its turn comes.
+		l.Adopted, l.AdoptReason, l.Rejected = false, "", in.VersionRejected
+	}
 	if l.Adopted {
 		l.Observed, l.ObservedGeneration = want, in.Generation
 		l.Deadline = deadline(in)
 		return l
 	}
 	switch {
-	case in.Converged:
+	case in.Converged || in.Observed == nil:
+		// Nothing latched (a first spec refused) is nothing to make progress towards.
 		l.Deadline = nil
 	case in.Deadline == nil:
 		l.Deadline = deadline(in)
 	case expired:
 		l.Expired = true
 	}
-	if in.Generation > l.ObservedGeneration {
+	if in.Generation > l.ObservedGeneration && l.Rejected == "" {
 		l.Pending = true
 		when := "when it expires"
 		if l.Deadline != nil {

@@ -29,6 +29,7 @@ func TestDecide(t *testing.T) {
 		deadline *metav1.Time
 		expired  bool
 		pending  bool
+		rejected string
 	}{
 		{name: "first pass adopts and arms", in: LockInput{Spec: spec(3), Generation: 1, Now: now},
 			adopted: true, reason: ReasonInitialSnapshot, replicas: 3, obsGen: 1, deadline: armed(time.Minute)},
@@ -50,6 +51,18 @@ func TestDecide(t *testing.T) {
 		{name: "deadline expired without a new spec reports expiry",
 			in:       LockInput{Spec: spec(3), Generation: 1, Observed: ObservedFromSpec(spec(3)), ObservedGeneration: 1, Deadline: armed(-time.Second), Now: now},
 			replicas: 3, obsGen: 1, deadline: armed(-time.Second), expired: true},
+		{name: "converged with a refused version keeps the target, pending nothing",
+			in:       LockInput{Spec: spec(5), Generation: 2, Observed: ObservedFromSpec(spec(3)), ObservedGeneration: 1, Converged: true, Now: now, VersionRejected: "refused"},
+			replicas: 3, obsGen: 1, rejected: "refused"},
+		{name: "deadline expired with a refused version reports expiry and the refusal",
+			in:       LockInput{Spec: spec(5), Generation: 2, Observed: ObservedFromSpec(spec(3)), ObservedGeneration: 1, Deadline: armed(-time.Second), Now: now, VersionRejected: "refused"},
+			replicas: 3, obsGen: 1, deadline: armed(-time.Second), expired: true, rejected: "refused"},
+		{name: "not converged: a refused version stays pending until its turn",
+			in:       LockInput{Spec: spec(5), Generation: 2, Observed: ObservedFromSpec(spec(3)), ObservedGeneration: 1, Now: now, VersionRejected: "refused"},
+			replicas: 3, obsGen: 1, deadline: armed(time.Minute), pending: true},
+		{name: "a refused first spec latches nothing and arms nothing",
+			in:       LockInput{Spec: spec(3), Generation: 1, Now: now, VersionRejected: "refused"},
+			rejected: "refused"},
 		{name: "a generation that changes nothing latched is applied at once",
 			in:       LockInput{Spec: spec(3), Generation: 4, Observed: ObservedFromSpec(spec(3)), ObservedGeneration: 1, Now: now},
 			replicas: 3, obsGen: 4, deadline: armed(time.Minute)},
@@ -58,8 +71,12 @@ func TestDecide(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			l := Decide(c.in)
-			if l.Adopted != c.adopted || l.AdoptReason != c.reason || l.Observed.Replicas != c.replicas ||
-				l.ObservedGeneration != c.obsGen || l.Expired != c.expired || l.Pending != c.pending {
+			var replicas int32
+			if l.Observed != nil {
+				replicas = l.Observed.Replicas
+			}
+			if l.Adopted != c.adopted || l.AdoptReason != c.reason || replicas != c.replicas ||
+				l.ObservedGeneration != c.obsGen || l.Expired != c.expired || l.Pending != c.pending || l.Rejected != c.rejected {
 				t.Errorf("Decide = %+v", l)
 			}
 			if (l.Deadline == nil) != (c.deadline == nil) || (l.Deadline != nil && !l.Deadline.Equal(c.deadline)) {

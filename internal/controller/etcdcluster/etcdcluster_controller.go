@@ -77,6 +77,8 @@ type Reconciler struct {
 	pendingWarned map[types.NamespacedName]int64
 	// blockedWarned is the refusal a QuorumGateBlocked Event was last emitted for.
 	blockedWarned map[types.NamespacedName]string
+	// versionWarned is the refusal a VersionChangeRejected Event was last emitted for.
+	versionWarned map[types.NamespacedName]string
 }
 
 // Option configures a Reconciler.
@@ -109,6 +111,7 @@ func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder
 		startedSeen:   map[types.NamespacedName]map[uint64]time.Time{},
 		pendingWarned: map[types.NamespacedName]int64{},
 		blockedWarned: map[types.NamespacedName]string{},
+		versionWarned: map[types.NamespacedName]string{},
 	}
 	for _, o := range opts {
 		o(r)
@@ -188,7 +191,9 @@ func deadlineChanged() predicate.Predicate {
 //     missing (cert-manager's API, Secrets) and the etcd view (MemberList, Status of every
 //     member endpoint, alarms, leader) through the pooled client.
 //  4. Ensure the always-on objects: headless and client Services.
-//  5. Latch or adopt the target (status.observed, progressDeadline). An adoption is written to
+//  5. Latch or adopt the target (status.observed, progressDeadline), after checking a new
+//     spec.version against the running versions: a refused spec is not adopted
+//     (Progressing=False/VersionChangeRejected, one Warning per refusal). An adoption is written to
 //     status at once, with its Progressing condition, and the pass ends there (requeue after
 //     nextStepDelay): nothing acts on a target that a crash could still lose.
 //  6. Sync member status fields memberID, isVoter and version from etcd, and the in-place part
@@ -260,6 +265,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	delete(r.startedSeen, key)
 	delete(r.pendingWarned, key)
 	delete(r.blockedWarned, key)
+	delete(r.versionWarned, key)
 	r.mu.Unlock()
 	metrics.ForgetCluster(key.String())
 }

@@ -188,10 +188,14 @@ func (p *pass) setDormant(ctx context.Context, a membership.Action) error {
 }
 
 // wake resumes a paused cluster (§8) with one patch: dormant off and the latched template, so
-// the Pod is recreated from the PVC with the new target's template, not the old one.
+// the Pod is recreated from the PVC with the new target's template, not the old one — once the
+// latched version may follow the one the member last ran (§14).
 func (p *pass) wake(ctx context.Context, a membership.Action) error {
 	m, err := p.member(a.Member)
 	if err != nil {
+		return err
+	}
+	if err := p.holdWakeForVersion(m); err != nil {
 		return err
 	}
 	before := m.DeepCopy()

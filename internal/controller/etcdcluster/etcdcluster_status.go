@@ -39,12 +39,19 @@ func (p *pass) latch(context.Context) (ctrl.Result, error) {
 	p.lock = membership.Decide(membership.LockInput{
 		Spec: &c.Spec, Generation: c.Generation,
 		Observed: c.Status.Observed, ObservedGeneration: c.Status.ObservedGeneration, Deadline: c.Status.ProgressDeadline,
-		Converged: c.Status.Observed != nil && membership.Converged(&s),
-		Now:       p.now,
+		Converged:       c.Status.Observed != nil && membership.Converged(&s),
+		Now:             p.now,
+		VersionRejected: p.versionRejection(),
 	})
 	c.Status.Observed = p.lock.Observed
 	c.Status.ObservedGeneration = p.lock.ObservedGeneration
 	c.Status.ProgressDeadline = p.lock.Deadline
+	switch {
+	case p.lock.Rejected != "":
+		p.warnVersionRejected(p.lock.Rejected)
+	case p.lock.Adopted:
+		p.forgetVersionRejected()
+	}
 	if p.lock.Pending {
 		p.r.mu.Lock()
 		key := p.nsName()

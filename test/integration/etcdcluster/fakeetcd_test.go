@@ -10,7 +10,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
 
-// fakeVersion is the version every fake member reports.
+// fakeVersion is the version every fake member reports, unless the test set fakeEtcd.version.
 const fakeVersion = "3.6.16"
 
 // fakeEtcd is one etcd cluster with etcd's membership rules under --strict-reconfig-check: a
@@ -29,6 +29,7 @@ type fakeEtcd struct {
 	calls    []string
 	maxLearn int // most learners ever listed at once
 	alarms   []etcdclient.Alarm
+	version  string // what Status reports; fakeVersion when empty
 }
 
 type fakeMember struct {
@@ -275,7 +276,11 @@ func (f *fakeEtcd) Status(_ context.Context, endpoint string) (etcdclient.Status
 	f.record("Status(" + endpoint + ")")
 	for _, m := range f.members {
 		if m.up && slices.Contains(m.ClientURLs, endpoint) {
-			return etcdclient.Status{Endpoint: endpoint, ID: m.ID, Leader: f.leader, Version: fakeVersion, IsLearner: m.IsLearner, RaftAppliedIndex: 10}, nil
+			v := f.version
+			if v == "" {
+				v = fakeVersion
+			}
+			return etcdclient.Status{Endpoint: endpoint, ID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftAppliedIndex: 10}, nil
 		}
 	}
 	return etcdclient.Status{}, failf("Status", etcdclient.ErrUnavailable)

@@ -1,0 +1,176 @@
+package etcdcluster_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+)
+
+// The fake etcd reports one version whatever a member's template says, so these tests set up
+// running versions that differ from spec.version, as they do while a roll is under way (the
+// case the CRD's spec-to-spec transition rule cannot see, api.md CEL rule 14).
+
+// TestVersionSkipRefused: members run 3.5.35 while the spec already says 3.6.16; a change to
+// 3.7.3 passes the CRD (3.6 → 3.7) but skips 3.6 for the members that run. It is refused,
+// with the condition and one Warning, and nothing is adopted or touched. Once the members run
+// 3.6.16 the same spec is adopted: the check runs again every pass.
+func TestVersionSkipRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.fakeRunning("skip", "3.5.35")
+	w.newClusterAt("skip", "3.6.16")
+	eventually(t, convergeTimeout, "1 member", w.converged("skip", 1))
+	before := w.cluster("skip")
+	mutations := len(w.fake("skip").mutations())
+
+	w.setVersion("skip", "3.7.3")
+	eventually(t, convergeTimeout, "skip refused", w.versionRefused("skip",
+		"version 3.7.3 skips a minor: the cluster runs 3.5.35; upgrade to 3.6.x (the newest supported 3.6 is 3.6.16) first"))
+	c := w.cluster("skip")
+	if c.Status.Observed.Version != "3.6.16" || c.Status.ObservedGeneration != before.Status.ObservedGeneration {
+		t.Errorf("observed version %s generation %d, want 3.6.16 and %d: the refused spec was adopted",
+			c.Status.Observed.Version, c.Status.ObservedGeneration, before.Status.ObservedGeneration)
+	}
+	if c.Status.RunningVersion != "3.5.35" {
+		t.Errorf("runningVersion = %q", c.Status.RunningVersion)
+	}
+	ms, err := w.members(t.Context(), "skip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Spec.Version != "3.6.16" {
+			t.Errorf("member %s template version %s, want 3.6.16", m.Name, m.Spec.Version)
+		}
+	}
+	if got := w.fake("skip").mutations(); len(got) != mutations {
+		t.Errorf("etcd mutations after the refusal: %v", got[mutations:])
+	}
+	eventually(t, convergeTimeout, "one Warning", w.eventsOnce("skip", "VersionChangeRejected"))
+
+	// The members reach 3.6.16 (what the roll will do): 3.7.3 no longer skips anything.
+	w.fakeRunning("skip", "3.6.16")
+	w.touch("skip")
+	eventually(t, convergeTimeout, "3.7.3 adopted", w.versionAdopted("skip", "3.7.3"))
+}
+
+// TestVersionDowngradeRefusedThenFixedSpecAdopted: members run 3.6.16 under a 3.5.35 spec; a
+// patch change to 3.5.20 passes the CRD but goes below the running minor. It is refused; the
+// corrected spec, 3.6.16, is adopted by the next pass.
+func TestVersionDowngradeRefusedThenFixedSpecAdopted(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.fakeRunning("down", "3.6.16")
+	w.newClusterAt("down", "3.5.35")
+	eventually(t, convergeTimeout, "1 member", w.converged("down", 1))
+
+	w.setVersion("down", "3.5.20")
+	eventually(t, convergeTimeout, "downgrade refused", w.versionRefused("down",
+		"version 3.5.20 downgrades below the running minor 3.6: the cluster runs 3.6.16; "+
+			"allowed: 3.6.x (the newest supported 3.6 is 3.6.16) or 3.7.x (the newest supported 3.7 is 3.7.3)"))
+	if v := w.cluster("down").Status.Observed.Version; v != "3.5.35" {
+		t.Errorf("observed version %s, want 3.5.35", v)
+	}
+
+	w.setVersion("down", "3.6.16")
+	eventually(t, convergeTimeout, "3.6.16 adopted", w.versionAdopted("down", "3.6.16"))
+	eventually(t, convergeTimeout, "one Warning", w.eventsOnce("down", "VersionChangeRejected"))
+	// Until the rolling update (behaviour.md §12) lands, an adopted version reaches new members
+	// only: the existing member keeps its template, so the cluster stays Progressing.
+	ms, err := w.members(t.Context(), "down")
+	if err != nil || len(ms) != 1 || ms[0].Spec.Version != "3.5.35" {
+		t.Errorf("members %+v (%v), want one still templated 3.5.35", ms, err)
+	}
+}
+
+// fakeRunning makes cluster name's fake etcd members report version v.
+func (w *world) fakeRunning(name, v string) {
+	f := w.fake(name)
+	f.mu.Lock()
+	f.version = v
+	f.mu.Unlock()
+}
+
+// newClusterAt creates a one-member EtcdCluster at spec.version v.
+func (w *world) newClusterAt(name, v string) {
+	w.t.Helper()
+	c := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
+		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To(int32(1)), Version: v,
+			Storage: etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))}},
+	}
+	if err := k8s.Create(w.t.Context(), c); err != nil {
+		w.t.Fatalf("creating EtcdCluster %s: %v", name, err)
+	}
+}
+
+// setVersion patches spec.version.
+func (w *world) setVersion(name, v string) {
+	w.t.Helper()
+	c := w.cluster(name)
+	before := c.DeepCopy()
+	c.Spec.Version = v
+	if err := k8s.Patch(w.t.Context(), c, client.MergeFrom(before)); err != nil {
+		w.t.Fatalf("setting %s's version to %s: %v", name, v, err)
+	}
+}
+
+// touch changes an annotation of the cluster so that it is reconciled now: the fake's version
+// changing fires no watch.
+func (w *world) touch(name string) {
+	w.t.Helper()
+	c := w.cluster(name)
+	before := c.DeepCopy()
+	metav1.SetMetaDataAnnotation(&c.ObjectMeta, "test.etcd-operator.cozystack.io/touch", c.ResourceVersion)
+	if err := k8s.Patch(w.t.Context(), c, client.MergeFrom(before)); err != nil {
+		w.t.Fatalf("touching %s: %v", name, err)
+	}
+}
+
+// versionRefused checks Progressing=False/VersionChangeRejected with message msg for the
+// current generation, which is not adopted.
+func (w *world) versionRefused(name, msg string) func() error {
+	return func() error {
+		c := &etcdv1alpha2.EtcdCluster{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: name}, c); err != nil {
+			return err
+		}
+		pr := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
+		if pr == nil || pr.Status != metav1.ConditionFalse || pr.Reason != membership.ReasonVersionChangeRejected ||
+			pr.Message != msg || pr.ObservedGeneration != c.Generation {
+			return fmt.Errorf("Progressing = %+v at generation %d", pr, c.Generation)
+		}
+		if c.Status.ObservedGeneration == c.Generation {
+			return fmt.Errorf("generation %d adopted", c.Generation)
+		}
+		return nil
+	}
+}
+
+// versionAdopted checks that the current generation, at version v, is latched and no longer
+// refused.
+func (w *world) versionAdopted(name, v string) func() error {
+	return func() error {
+		c := &etcdv1alpha2.EtcdCluster{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: name}, c); err != nil {
+			return err
+		}
+		pr := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
+		if c.Status.Observed == nil || c.Status.Observed.Version != v || c.Status.ObservedGeneration != c.Generation ||
+			pr == nil || pr.Reason == membership.ReasonVersionChangeRejected {
+			return fmt.Errorf("observed %+v generation %d/%d, Progressing %+v", c.Status.Observed, c.Status.ObservedGeneration, c.Generation, pr)
+		}
+		return nil
+	}
+}
