@@ -71,8 +71,17 @@ func TestConditions(t *testing.T) {
 			Lock{Expired: true}, want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionFalse, ReasonBootstrapStalled}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
 		{"deadline exceeded, formed", func() Scope { s := steady3(); s.Target = 5; return s },
 			Lock{Expired: true}, want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionFalse, ReasonDeadlineExceeded}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		// A held member keeps serving: it counts as a Ready voter, nothing is in progress, and
+		// Degraded says what a person must decide.
 		{"foreign deletion held", func() Scope { s := steady3(); s.Members[2].Deleting = true; return s }, Lock{},
-			want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionTrue, ReasonMemberDeletionBlocked}},
+			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionTrue, ReasonMemberDeletionBlocked}},
+		{"every deletion held", func() Scope {
+			s := steady3()
+			for i := range s.Members {
+				s.Members[i].Deleting = true
+			}
+			return s
+		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionTrue, ReasonMemberDeletionBlocked}},
 		{"seed unschedulable: degraded before the cluster forms", func() Scope {
 			return Scope{Target: 1, Members: []Member{with(seed, func(m *Member) { unschedulable(m); m.PodRunning = false })}}
 		}, Lock{}, want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionTrue, ReasonWaitingForSeed}, want{metav1.ConditionTrue, ReasonMemberUnschedulable}},
@@ -159,9 +168,10 @@ func TestDegradedPrecedence(t *testing.T) {
 		{ReasonMemberUnschedulable, func(s *Scope) { unschedulable(&s.Members[1]) }},
 		{ReasonMemberDeletionBlocked, func(s *Scope) { s.Members[2].Deleting = true }},
 		{ReasonTLSSecretMissing, func(s *Scope) { s.TLS.MissingSecrets = []string{"c-server-tls"} }},
-		{ReasonQuorumLost, func(s *Scope) { s.Members[0].Ready = false }},
+		{ReasonQuorumLost, func(s *Scope) { s.Members[0].Ready, s.Members[2].Ready = false, false }},
 	}
-	// Five voters: one not Ready and one being deleted still leave a quorum of three.
+	// Five voters: one not Ready and one whose deletion is held (it still serves) leave a quorum
+	// of three; three not Ready do not.
 	s := Scope{Target: 5, ClusterID: "cid", Now: t0.Add(time.Hour),
 		Members: []Member{mem("a", 1), mem("b", 2), mem("c", 3), mem("d", 4), mem("e", 5)},
 		Etcd:    healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), voter(4, "d"), voter(5, "e"))}

@@ -97,7 +97,7 @@ func Converged(s *Scope) bool {
 		return false
 	}
 	for _, m := range s.Members {
-		if m.RemovalReason != "" || (m.Deleting && !m.Dormant) {
+		if m.Leaving() {
 			return false
 		}
 	}

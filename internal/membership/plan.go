@@ -440,7 +440,7 @@ func scale(s *Scope) (Action, bool) {
 }
 
 func scaleUp(s *Scope) (Action, bool) {
-	if slices.ContainsFunc(s.Members, func(m Member) bool { return m.RemovalReason != "" || (m.Deleting && !m.Dormant) }) {
+	if slices.ContainsFunc(s.Members, Member.Leaving) {
 		return Action{Kind: KindWait, Reason: progressReason(s, ReasonScalingUp), RequeueAfter: MembershipPoll,
 			Message: "waiting for a member being removed to be gone"}, true
 	}

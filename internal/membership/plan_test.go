@@ -654,3 +654,19 @@ func TestForeignPVCNeverDeleted(t *testing.T) {
 		t.Errorf("this cluster's orphan PVC: Next = %+v, want it deleted", got)
 	}
 }
+
+func TestHeldDeletionsKeepRunning(t *testing.T) {
+	t.Parallel()
+	// kubectl delete etcdmember --all: every deletion is held by the finalizer, every member
+	// keeps serving, and nothing is added or removed.
+	s := steady3()
+	for i := range s.Members {
+		s.Members[i].Deleting = true
+	}
+	if got := Next(s); got.Kind != KindNone || got.Reason != ReasonReconciled {
+		t.Errorf("every deletion held: Next = %+v, want nothing to do", got)
+	}
+	if c := Count(&s); c.ReadyVoters != 3 {
+		t.Errorf("every deletion held: %d Ready voters, want 3", c.ReadyVoters)
+	}
+}

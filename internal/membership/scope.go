@@ -96,8 +96,19 @@ type Member struct {
 }
 
 // Running reports whether the member counts towards the running members: neither dormant nor
-// being deleted.
-func (m Member) Running() bool { return !m.Dormant && !m.Deleting }
+// leaving (a held deletion still runs).
+func (m Member) Running() bool { return !m.Dormant && (!m.Deleting || m.Held()) }
+
+// Held reports a deletion nobody in the operator started and no person allowed: the finalizer
+// keeps the member, its Pod keeps serving, and it counts as running until a person decides
+// (allow-deletion) or the operator removes it for its own reasons.
+func (m Member) Held() bool { return m.Deleting && m.RemovalReason == "" && !m.AllowDeletion }
+
+// Leaving reports a member on its way out: the operator recorded why it removes it, or a
+// deletion is allowed to proceed.
+func (m Member) Leaving() bool {
+	return m.RemovalReason != "" || (m.Deleting && !m.Dormant && !m.Held())
+}
 
 // PVC is one data PVC of the cluster.
 type PVC struct {

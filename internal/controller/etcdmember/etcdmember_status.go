@@ -130,14 +130,28 @@ func unschedulable(pod *corev1.Pod) (corev1.PodCondition, bool) {
 // the Pod's own readiness; then etcd's view (no member ID yet, learner).
 func readyCondition(in statusInput) condition {
 	m := in.member
-	notReady := func(msg string) condition { return condition{metav1.ConditionFalse, ReasonPodNotReady, msg} }
-	switch {
-	case !m.DeletionTimestamp.IsZero():
+	if !m.DeletionTimestamp.IsZero() {
 		msg := "the member is being deleted"
 		if in.notes.deletion != nil && in.notes.deletion.message != "" {
 			msg = in.notes.deletion.message
 		}
+		if in.notes.deletion != nil && in.notes.deletion.blocked {
+			// A held deletion changes nothing about serving: the member keeps its Pod and its
+			// vote until a person decides, and the cluster counts it as it is.
+			c := servingCondition(in)
+			c.message += "; " + msg
+			return c
+		}
 		return condition{metav1.ConditionFalse, ReasonRemoving, msg}
+	}
+	return servingCondition(in)
+}
+
+// servingCondition is Ready from the Pod and etcd's view, for a member that is not leaving.
+func servingCondition(in statusInput) condition {
+	m := in.member
+	notReady := func(msg string) condition { return condition{metav1.ConditionFalse, ReasonPodNotReady, msg} }
+	switch {
 	case m.Spec.Dormant:
 		msg := "the member is dormant: it has no Pod, and its data and member ID are kept on PVC " + desired.PVCName(m.Name)
 		if in.pod != nil {

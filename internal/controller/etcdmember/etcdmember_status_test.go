@@ -64,10 +64,17 @@ func TestReadyCondition(t *testing.T) {
 			in:         statusInput{member: member(withID("a1", true), dormant), pod: pod(true, terminating)},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonPaused, wantMsg: "being deleted",
 		},
+		// A held deletion changes nothing about serving: the voter stays Ready, and says why
+		// its deletion waits.
 		"deleting, held": {
-			in: statusInput{member: member(withID("a1", true), deleting, dormant), pod: pod(true),
+			in: statusInput{member: member(withID("a1", true), deleting), pod: pod(true),
 				notes: notes{deletion: &releaseDecision{blocked: true, message: MsgDeletionBlocked}}},
-			wantStatus: metav1.ConditionFalse, wantReason: ReasonRemoving, wantMsg: MsgDeletionBlocked,
+			wantStatus: metav1.ConditionTrue, wantReason: ReasonPodReady, wantMsg: MsgDeletionBlocked,
+		},
+		"deleting, allowed, waiting for the removal": {
+			in: statusInput{member: member(withID("a1", true), deleting), pod: pod(true),
+				notes: notes{deletion: &releaseDecision{message: msgWaitingForRemoval}}},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonRemoving, wantMsg: msgWaitingForRemoval,
 		},
 		"deleting without a decision": {
 			in:         statusInput{member: member(deleting)},

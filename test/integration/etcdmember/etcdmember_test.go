@@ -424,7 +424,7 @@ func TestForeignDeletionHeld(t *testing.T) {
 	if err := k8sClient.Delete(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonRemoving, etcdmember.MsgDeletionBlocked)
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady, etcdmember.MsgDeletionBlocked) // it keeps serving
 	if cfg, ok := etcd.configOf(ns, c.Name); !ok || len(cfg.Endpoints) != 1 || cfg.Endpoints[0] != "http://10.0.2.1:2379" {
 		t.Errorf("etcd dialled with %+v, want the Pod IP endpoint", cfg)
 	}

@@ -133,7 +133,7 @@ func TestTLSMember(t *testing.T) {
 	if err := k8sClient.Delete(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonRemoving)
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady, etcdmember.MsgDeletionBlocked)
 	eventually(t, convergeTimeout, "etcd dialled over TLS as root", func(context.Context) error {
 		cfg, ok := etcd.configOf(ns, c.Name)
 		switch {
