@@ -148,7 +148,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (stepResult
 	case listErr != nil:
 		return stepResult{requeueAfter: etcdUnreachableRetry, reason: "etcd unreachable"}, nil
 	case d.blocked:
-		if cur := readyConditionOf(sc.original); cur == nil || cur.Message != d.message {
+		// Ready quotes the held deletion (after what the Pod says, as the member still serves):
+		// once it does, the Warning was already given.
+		if cur := readyConditionOf(sc.original); cur == nil || !strings.Contains(cur.Message, d.message) {
 			log.Info("Holding a deletion the operator did not initiate", "reason", d.message)
 			r.event(sc, corev1.EventTypeWarning, EventMemberDeletionBlocked, actionHold,
 				"Deletion of member %s (ID %s) is held: set annotation %s=\"true\" to let the operator remove it from etcd and replace it",
