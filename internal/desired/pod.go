@@ -21,6 +21,9 @@ type Inputs struct {
 	State ClusterState
 	// CADigests are the digests of the mounted CA bundles, for the template hash.
 	CADigests CADigests
+	// GuardImage is the operator's own image, which holds the data-dir guard; empty leaves PVC
+	// members unguarded (an operator running outside a Pod, as in development).
+	GuardImage string
 }
 
 // terminationGracePeriodSeconds gives etcd time to hand leadership to a follower on SIGTERM
@@ -56,7 +59,7 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		etcdv1alpha2.AnnotationTemplateHash: TemplateHash(spec, image, in.CADigests),
 	}
 
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            member.Name,
@@ -92,6 +95,18 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 			PriorityClassName:         spec.PriorityClassName,
 		},
 	}
+	if Guarded(member, in) {
+		// Not part of the template hash: the guard changes nothing about etcd, and an
+		// operator upgrade must not restart every member for it. Pods built before get it
+		// when they are next recreated.
+		pod.Spec.InitContainers = []corev1.Container{guardInitContainer(in.GuardImage)}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolume())
+		etcd := &pod.Spec.Containers[0]
+		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member))
+		// Writable: the guard records its marker there.
+		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: GuardVolumeName, MountPath: GuardMountPath})
+	}
+	return pod
 }
 
 // etcdContainer is the single container of a member Pod.

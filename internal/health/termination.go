@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/etcd-operator/etcd-operator/internal/guard"
 )
 
 // FatalClass is what a fatal etcd exit means for the member.
@@ -109,6 +111,12 @@ var (
 	patInitialCorruptCheck = pattern("initial-corrupt-check", ClassDataCorrupt,
 		"etcd's initial corruption check found data inconsistent with its peers",
 		`found data inconsistency with peers|failed initial corruption check`)
+	// The operator's data-dir guard (internal/guard) refused to start etcd on a data dir that
+	// lost the WAL the member had written. Not an etcd message, so it is the same for every
+	// minor and comes first: etcd never ran.
+	patGuardRefused = pattern("guard-data-lost", ClassDataLost,
+		"the member's data dir no longer holds the data it wrote (the operator's guard refused to start etcd on it)",
+		regexp.QuoteMeta(guard.RefusalPrefix)+`the data dir \S+ holds no write-ahead log`)
 	// A wiped member restarted with --initial-cluster-state=new while its peers still list it
 	// (server/etcdserver/bootstrap.go, isMemberBootstrapped).
 	patAlreadyBootstrapped = pattern("already-bootstrapped", ClassDataLost,
@@ -189,7 +197,7 @@ var patternTables = map[string][]terminationPattern{
 
 func patternsWith(dbSnapshotMismatch terminationPattern) []terminationPattern {
 	return []terminationPattern{
-		patDBInvalid, patWALCorrupt, dbSnapshotMismatch, patInitialCorruptCheck,
+		patGuardRefused, patDBInvalid, patWALCorrupt, dbSnapshotMismatch, patInitialCorruptCheck,
 		patAlreadyBootstrapped, patRaftLogLost, patRemoved, patMembershipMismatch,
 		patClusterIDMismatch, patPeerURLMismatch, patPanic, patFatal,
 	}

@@ -2,6 +2,8 @@ package health
 
 import (
 	"testing"
+
+	"github.com/etcd-operator/etcd-operator/internal/guard"
 )
 
 // TestPatternIDsUnique: IDs name patterns in conditions and remembered terminations.
@@ -63,5 +65,24 @@ func TestClassifyTerminationFromSource(t *testing.T) {
 				t.Fatalf("pattern %q (%s), want %q", got.Pattern, got.Class, tc.wantPattern)
 			}
 		})
+	}
+}
+
+// TestClassifyGuardRefusal classifies the guard's own refusals, as the guard renders them, for
+// every minor and both reasons: the guard runs before etcd, whatever its version.
+func TestClassifyGuardRefusal(t *testing.T) {
+	t.Parallel()
+	for _, minor := range SupportedMinors() {
+		for _, reason := range []string{guard.ExpectedByOperator, guard.ExpectedByPod} {
+			msg := (&guard.DataLostError{DataDir: "/var/lib/etcd/sub", Reason: reason}).Error() + "\n"
+			got := ClassifyTermination(minor, "cdf818194e3a8c32", msg)
+			if got.Class != ClassDataLost || got.Pattern != "guard-data-lost" {
+				t.Errorf("etcd %s, %q: classified %+v, want DataLost/guard-data-lost", minor, reason, got)
+			}
+		}
+	}
+	// Another start failure of the guard is not data loss.
+	if got := ClassifyTermination("3.6", "", "etcd-guard: starting /usr/local/bin/etcd: no such file or directory\n"); got.Class == ClassDataLost {
+		t.Errorf("a missing etcd binary classified as %+v", got)
 	}
 }

@@ -33,6 +33,7 @@ func controllers(opts Options) []controllerSetup {
 		func(mgr ctrl.Manager) error {
 			return etcdmember.SetupWithManager(mgr,
 				etcdmember.WithImageRepository(opts.EtcdImageRepository),
+				etcdmember.WithGuardImage(opts.DataGuardImage),
 				etcdmember.WithClusterDomain(opts.ClusterDomain),
 				etcdmember.WithEtcdClients(etcdclient.NewPool()),
 				etcdmember.WithGraces(opts.Graces),

@@ -76,6 +76,13 @@ func Run(ctx context.Context, opts Options) error {
 	if err := mgr.AddReadyzCheck("informer-caches", cachesSynced(mgr.GetCache())); err != nil {
 		return fmt.Errorf("adding the readyz check: %w", err)
 	}
+	opts.DataGuardImage, err = guardImage(ctx, opts, os.LookupEnv, mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
+	if opts.DataGuardImage == "" {
+		log.Info("Not running in a Pod and --" + FlagDataGuardImage + " is unset: PVC members run etcd without the data-dir guard")
+	}
 	for _, setup := range controllers(opts) {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("setting up controllers: %w", err)
@@ -85,6 +92,7 @@ func Run(ctx context.Context, opts Options) error {
 	log.Info("Starting etcd-operator",
 		"watchNamespaces", strings.Join(opts.WatchNamespaces, ","),
 		"etcdImageRepository", opts.EtcdImageRepository,
+		"dataGuardImage", opts.DataGuardImage,
 		"clusterDomain", opts.ClusterDomain,
 		"maxConcurrentReconciles", opts.MaxConcurrentReconciles,
 		"leaderElection", opts.LeaderElection,

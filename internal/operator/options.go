@@ -25,6 +25,7 @@ const (
 	FlagKubeconfig              = "kubeconfig"
 	FlagWatchNamespaces         = "watch-namespaces"
 	FlagEtcdImageRepository     = "etcd-image-repository"
+	FlagDataGuardImage          = "data-guard-image"
 	FlagClusterDomain           = "cluster-domain"
 	FlagMaxConcurrentReconciles = "max-concurrent-reconciles"
 	FlagLeaderElect             = "leader-elect"
@@ -68,6 +69,9 @@ type Options struct {
 	// EtcdImageRepository is the image repository, without tag or digest, of etcd member Pods; the tag
 	// comes from each cluster's spec.version.
 	EtcdImageRepository string
+	// DataGuardImage is the image whose /etcd-guard runs etcd in PVC members' Pods (the operator's
+	// own image). Empty means: find the operator's own image at start (guardImage).
+	DataGuardImage string
 	// ClusterDomain is the Kubernetes DNS domain, used for the fully qualified names put into member
 	// certificates next to the short ones.
 	ClusterDomain string
@@ -209,6 +213,19 @@ func settings() []setting {
 			apply: func(o *Options, v string) error {
 				o.EtcdImageRepository = v
 				return validateImageRepository(v)
+			},
+		},
+		{
+			flag: FlagDataGuardImage,
+			usage: "The `image` whose /etcd-guard runs etcd in PVC members' Pods and refuses to start it on a " +
+				"data dir that lost its data. Empty means the operator's own image, read from its Pod (env " +
+				PodNameEnv + " and " + PodNamespaceEnv + "); outside a Pod, members run without the guard.",
+			apply: func(o *Options, v string) error {
+				o.DataGuardImage = v
+				if v == "" {
+					return nil
+				}
+				return validateImageReference(v)
 			},
 		},
 		{

@@ -165,6 +165,13 @@ func TestParseOptionsValid(t *testing.T) {
 			modify: func(o *Options) { o.EtcdImageRepository = "localhost:5000/a/b__c/etcd-x.y" },
 		},
 		{
+			name: "guard image with registry port, tag and digest",
+			args: []string{"--data-guard-image=localhost:5000/op/etcd-operator:v1.2@sha256:" + strings.Repeat("ab", 32)},
+			modify: func(o *Options) {
+				o.DataGuardImage = "localhost:5000/op/etcd-operator:v1.2@sha256:" + strings.Repeat("ab", 32)
+			},
+		},
+		{
 			name:   "image repository without registry",
 			args:   []string{"--etcd-image-repository=etcd"},
 			modify: func(o *Options) { o.EtcdImageRepository = "etcd" },
@@ -228,6 +235,9 @@ func TestParseOptionsInvalidValue(t *testing.T) {
 		{name: "image repository upper-case path", args: []string{"--etcd-image-repository=quay.io/CoreOS/etcd"}, wantFlag: FlagEtcdImageRepository, wantSource: SourceFlag},
 		{name: "image repository with scheme", args: []string{"--etcd-image-repository=https://quay.io/coreos/etcd"}, wantFlag: FlagEtcdImageRepository, wantSource: SourceFlag},
 		{name: "image repository trailing slash", args: []string{"--etcd-image-repository=quay.io/coreos/"}, wantFlag: FlagEtcdImageRepository, wantSource: SourceFlag},
+		{name: "guard image with scheme", args: []string{"--data-guard-image=https://ghcr.io/x/op:v1"}, wantFlag: FlagDataGuardImage, wantSource: SourceFlag},
+		{name: "guard image bad tag", args: []string{"--data-guard-image=ghcr.io/x/op:-v1"}, wantFlag: FlagDataGuardImage, wantSource: SourceFlag},
+		{name: "guard image bad digest", args: []string{"--data-guard-image=ghcr.io/x/op@sha256:xyz"}, wantFlag: FlagDataGuardImage, wantSource: SourceFlag},
 		{name: "image repository too long", args: []string{"--etcd-image-repository=quay.io/" + strings.Repeat("a", 250)}, wantFlag: FlagEtcdImageRepository, wantSource: SourceFlag},
 		{name: "cluster domain trailing dot", args: []string{"--cluster-domain=cluster.local."}, wantFlag: FlagClusterDomain, wantSource: SourceFlag},
 		{name: "cluster domain underscore", env: map[string]string{"ETCD_OPERATOR_CLUSTER_DOMAIN": "cluster_local"}, wantFlag: FlagClusterDomain, wantSource: SourceEnv},

@@ -89,6 +89,34 @@ func validateImageRepository(v string) error {
 	return nil
 }
 
+// validateImageReference accepts a full image reference: a repository (validateImageRepository)
+// with an optional :tag and an optional @digest.
+func validateImageReference(v string) error {
+	repo := v
+	if at := strings.Index(repo, "@"); at >= 0 {
+		if !imageDigestPattern.MatchString(repo[at+1:]) {
+			return fmt.Errorf("the digest after @ must look like sha256:<64 hex digits>")
+		}
+		repo = repo[:at]
+	}
+	if colon := strings.LastIndex(repo, ":"); colon > strings.LastIndex(repo, "/") {
+		if !imageTagPattern.MatchString(repo[colon+1:]) {
+			return fmt.Errorf("the tag after : must be 1-128 letters, digits, '_', '.' or '-', not starting with '.' or '-'")
+		}
+		repo = repo[:colon]
+	}
+	if len(repo) > maxImageRepositoryLength || !imageRepositoryPattern.MatchString(repo) {
+		return errors.New("is not an image reference: use [registry[:port]/]path[:tag][@sha256:digest] with a " +
+			"lower-case path, e.g. ghcr.io/example/etcd-operator:v1.0.0")
+	}
+	return nil
+}
+
+var (
+	imageTagPattern    = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$`)
+	imageDigestPattern = regexp.MustCompile(`^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-fA-F0-9]{32,}$`)
+)
+
 func validateClusterDomain(v string) error {
 	if strings.HasSuffix(v, ".") {
 		return errors.New("must not end with a dot: write it as Kubernetes DNS does, e.g. " + DefaultClusterDomain)

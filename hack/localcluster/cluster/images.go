@@ -231,9 +231,18 @@ func (c *Cluster) buildImages(ctx context.Context, etcdDirs map[string]string) (
 		if err := c.goBuildStatic(ctx, "./cmd/etcd-operator", bin); err != nil {
 			return nil, fmt.Errorf("building the operator image: %w", err)
 		}
+		// The operator's image also carries the data-dir guard that member Pods copy from it
+		// (internal/desired/guard.go, GuardBinaryInImage).
+		guardBin := filepath.Join(binDir, "etcd-guard")
+		if err := c.goBuildStatic(ctx, "./cmd/etcd-guard", guardBin); err != nil {
+			return nil, fmt.Errorf("building the operator image: %w", err)
+		}
 		specs = append(specs, imageSpec{
-			ref:        OperatorImage,
-			files:      []imageFile{{path: "/etcd-operator", src: bin, mode: 0o755}},
+			ref: OperatorImage,
+			files: []imageFile{
+				{path: "/etcd-operator", src: bin, mode: 0o755},
+				{path: "/etcd-guard", src: guardBin, mode: 0o755},
+			},
 			dirs:       []string{"/tmp"},
 			entrypoint: []string{"/etcd-operator"},
 			user:       "65532:65532",

@@ -175,7 +175,7 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 		return stepResult{requeueAfter: secretWait, reason: "TLS Secret missing"}, nil
 	}
 
-	pod := desired.Pod(m, desired.Inputs{ImageRepository: r.imageRepository, State: state, CADigests: ca})
+	pod := desired.Pod(m, desired.Inputs{ImageRepository: r.imageRepository, State: state, CADigests: ca, GuardImage: r.guardImage})
 	// As for the PVC: the operator's metadata at creation, additionalMetadata applied next.
 	pod.Labels = desired.OperatorPodLabels(m)
 	pod.Annotations = map[string]string{etcdv1alpha2.AnnotationTemplateHash: pod.Annotations[etcdv1alpha2.AnnotationTemplateHash]}

@@ -65,7 +65,9 @@ type Reconciler struct {
 	etcd            EtcdClients
 	clock           clock.PassiveClock
 	imageRepository string
-	clusterDomain   string
+	// guardImage holds the data-dir guard of PVC members' Pods; empty runs them unguarded.
+	guardImage    string
+	clusterDomain string
 	// graces are the health classifier's graces; zero fields keep its defaults.
 	graces health.Graces
 }
@@ -83,6 +85,10 @@ func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clo
 // WithImageRepository sets the etcd image repository (--etcd-image-repository); empty means
 // desired.DefaultImageRepository.
 func WithImageRepository(repo string) Option { return func(r *Reconciler) { r.imageRepository = repo } }
+
+// WithGuardImage sets the image whose /etcd-guard runs etcd in PVC members' Pods
+// (--data-guard-image, by default the operator's own); empty runs them without the guard.
+func WithGuardImage(image string) Option { return func(r *Reconciler) { r.guardImage = image } }
 
 // WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain). Member DNS names never
 // carry it (api.md §7); it is kept for the fully qualified names TLS checks will need.

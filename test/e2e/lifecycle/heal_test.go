@@ -121,35 +121,60 @@ func TestMemoryMemberReplaced(t *testing.T) {
 }
 
 // TestPVCMemberDataDirWiped empties the data directory of one member of a 3-member PVC cluster
-// under write traffic and kills its etcd, which restarts on the empty directory: etcd exits at
-// once each time (its raft log is gone while the leader expects it: "tocommit(N) is out of
-// range", behaviour.md §9), and after two identical terminations the member is
-// Healthy=False/DataLost and replaced (a new member with a new PVC). It also checks what status
-// shows while the member is down (issue #5 acceptance): the EtcdCluster with readyMembers 2 and
-// Degraded=True naming the member, the EtcdMember with Healthy=False/DataLost. Records
-// pvc-wiped-heal (kill → converged; target ≤ 60 s for "classified → replacement started").
+// under write traffic and kills its etcd, which restarts on the empty directory: the data-dir
+// guard refuses to start etcd each time (the member had data: guard-data-lost; etcd alone would
+// panic on its lost raft log, "tocommit(N) is out of range"), and after two identical
+// terminations the member is Healthy=False/DataLost and replaced (a new member with a new PVC).
+// It also checks what status shows while the member is down (issue #5 acceptance): the
+// EtcdCluster with readyMembers 2 and Degraded=True naming the member, the EtcdMember with
+// Healthy=False/DataLost. Records pvc-wiped-heal (kill → converged; target ≤ 60 s).
 func TestPVCMemberDataDirWiped(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Smoke)
 	damage := f.RequireDataDirFaults()
-	dataDirFault(f, "wiped", pickLastJoiner, health.ReasonDataLost, "pvc-wiped-heal",
+	dataDirFault(f, "wiped", pickLastJoiner, false, health.ReasonDataLost, "pvc-wiped-heal",
 		"PVC member's data dir wiped, etcd killed → DataLost after two identical exits → replaced, converged with 3 voters (target ≤ 60 s)",
 		damage.WipeDataDir)
 }
 
 // TestPVCMemberDataDirWipedEarlyJoiner is TestPVCMemberDataDirWiped for the member that joined
-// when the cluster had 2 members: its Pod's --initial-cluster (fixed when the Pod was created)
-// names 2 members, so etcd restarted on the empty data dir refuses it against the cluster's 3
-// ("error validating peerURLs … member count is unequal") instead of panicking on its lost raft
-// log. Its data is lost all the same, so behaviour.md §9 says DataLost; the operator's pattern
-// table reads that message as RemovedFromCluster (finding 6), so this test fails on the reason
-// while the replacement itself works. Records pvc-wiped-early-joiner-heal.
+// when the cluster had 2 members: its Pod's --initial-cluster names 2 members, so etcd alone,
+// restarted on the empty data dir, would exit with "member count is unequal", which reads as
+// RemovedFromCluster (docs/e2e-lifecycle.md, finding 6). The guard refuses first, so the member
+// is DataLost like any wiped member. Records pvc-wiped-early-joiner-heal.
 func TestPVCMemberDataDirWipedEarlyJoiner(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t)
 	damage := f.RequireDataDirFaults()
-	dataDirFault(f, "wiped2", pickEarlyJoiner, health.ReasonDataLost, "pvc-wiped-early-joiner-heal",
+	dataDirFault(f, "wiped2", pickEarlyJoiner, false, health.ReasonDataLost, "pvc-wiped-early-joiner-heal",
 		"PVC member that joined a 2-member cluster: data dir wiped, etcd killed → replaced, converged with 3 voters",
+		damage.WipeDataDir)
+}
+
+// TestPVCSeedLeaderDataDirWiped is TestPVCMemberDataDirWiped for the seed while it is etcd's
+// leader: the two cases etcd does not notice by itself (docs/e2e-lifecycle.md, finding 5). A
+// wiped leader is not told anything that trips its empty log (the new leader probes it from
+// index 1), and the seed's Pod still says --initial-cluster-state=new, so etcd alone would
+// rejoin under the old identity with an empty log or re-found a one-member cluster. The
+// data-dir guard refuses to start etcd ("holds no write-ahead log"), two identical refusals make
+// the member DataLost, and it is replaced. Records pvc-wiped-leader-heal.
+func TestPVCSeedLeaderDataDirWiped(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t, framework.Smoke)
+	damage := f.RequireDataDirFaults()
+	dataDirFault(f, "wiped-leader", pickSeed, true, health.ReasonDataLost, "pvc-wiped-leader-heal",
+		"PVC seed member's data dir wiped while it led, etcd killed → the guard refuses it twice → DataLost → replaced, converged with 3 voters (target ≤ 60 s)",
+		damage.WipeDataDir)
+}
+
+// TestPVCLeaderDataDirWiped is TestPVCSeedLeaderDataDirWiped for a leader that is not the seed
+// (its Pod says --initial-cluster-state=existing). Records pvc-wiped-joiner-leader-heal.
+func TestPVCLeaderDataDirWiped(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t)
+	damage := f.RequireDataDirFaults()
+	dataDirFault(f, "wiped-leader2", pickLastJoiner, true, health.ReasonDataLost, "pvc-wiped-joiner-leader-heal",
+		"PVC member (not the seed) data dir wiped while it led, etcd killed → the guard refuses it → DataLost → replaced, converged with 3 voters",
 		damage.WipeDataDir)
 }
 
@@ -161,7 +186,7 @@ func TestPVCMemberDataDirCorrupted(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t)
 	damage := f.RequireDataDirFaults()
-	dataDirFault(f, "corrupt", pickLastJoiner, health.ReasonDataCorrupt, "pvc-corrupt-heal",
+	dataDirFault(f, "corrupt", pickLastJoiner, false, health.ReasonDataCorrupt, "pvc-corrupt-heal",
 		"PVC member's bbolt db corrupted, etcd killed → DataCorrupt after two identical exits → replaced, converged with 3 voters (target ≤ 60 s)",
 		damage.CorruptDataDir)
 }
@@ -170,7 +195,7 @@ func TestPVCMemberDataDirCorrupted(t *testing.T) {
 // that is not etcd's leader (leadership is moved away if needed) has its etcd frozen (SIGSTOP,
 // so that it cannot rewrite what is damaged), its data dir damaged, and the process killed; the
 // member must be classified reason, replaced and the cluster converged.
-func dataDirFault(f *framework.Test, name string, how pick, reason, measure, note string, damage func(ctx context.Context, namespace, pod, mountPath string) error) {
+func dataDirFault(f *framework.Test, name string, how pick, lead bool, reason, measure, note string, damage func(ctx context.Context, namespace, pod, mountPath string) error) {
 	t := f.T
 	requireOperator(f)
 	signals := f.RequireContainerSignals()
@@ -182,12 +207,16 @@ func dataDirFault(f *framework.Test, name string, how pick, reason, measure, not
 	load := startLoad(f, name)
 	obs := observeMembership(f, name)
 	hist := watchHistory(f, name)
-	// Not the leader: a wiped former leader rejoins silently instead of exiting (the new
-	// leader replicates its log from index 1 to it), so the exits this scenario is about would
-	// not happen (docs/e2e-lifecycle.md, finding 5). Not the seed: its Pod still says
-	// --initial-cluster-state=new.
+	// etcd itself notices a wiped follower (its raft log is behind what the leader committed
+	// to it), but not a wiped leader: the new leader probes its log from index 1 and replicates
+	// to it. Only the operator's data-dir guard catches that one (docs/e2e-lifecycle.md,
+	// finding 5), so the scenarios choose explicitly.
 	victim := pickMember(f, name, how)
-	moveLeaderAway(f, name, victim)
+	if lead {
+		moveLeaderTo(f, name, victim)
+	} else {
+		moveLeaderAway(f, name, victim)
+	}
 
 	start := time.Now()
 	if err := signals.SignalContainer(f.Ctx, f.Namespace, victim, desired.ContainerName, "SIGSTOP"); err != nil {
@@ -881,6 +910,8 @@ const (
 	// pickEarlyJoiner takes a member that is not the seed and whose spec.initialCluster names
 	// fewer members than the cluster has now.
 	pickEarlyJoiner
+	// pickSeed takes the seed (spec.bootstrap), whose Pod says --initial-cluster-state=new.
+	pickSeed
 )
 
 // pickMember chooses a member of the cluster per how, by name order among the candidates.
@@ -890,6 +921,18 @@ func pickMember(f *framework.Test, name string, how pick) string {
 	if err != nil || len(members) == 0 {
 		f.T.Fatalf("members of %s: %d, %v", name, len(members), err)
 	}
+	avoid := avoided(f, name, members, how)
+	for _, m := range members {
+		if !avoid[m.Name] {
+			return m.Name
+		}
+	}
+	f.T.Fatalf("no member of %s fits (%d members, avoided %v)", name, len(members), sortedKeys(avoid))
+	return ""
+}
+
+// avoided are the members how rules out.
+func avoided(f *framework.Test, name string, members []etcdv1alpha2.EtcdMember, how pick) map[string]bool {
 	avoid := map[string]bool{}
 	switch how {
 	case pickFollower:
@@ -909,6 +952,12 @@ func pickMember(f *framework.Test, name string, how pick) string {
 				avoid[m.Name] = true
 			}
 		}
+	case pickSeed:
+		for _, m := range members {
+			if !m.Spec.Bootstrap {
+				avoid[m.Name] = true
+			}
+		}
 	case pickAwayFromOperator:
 		nodes := operatorNodes(f)
 		for _, m := range members {
@@ -917,13 +966,7 @@ func pickMember(f *framework.Test, name string, how pick) string {
 			}
 		}
 	}
-	for _, m := range members {
-		if !avoid[m.Name] {
-			return m.Name
-		}
-	}
-	f.T.Fatalf("no member of %s fits (%d members, avoided %v)", name, len(members), sortedKeys(avoid))
-	return ""
+	return avoid
 }
 
 // leaderID asks a voter for etcd's leader, as a hex member ID.
@@ -984,6 +1027,64 @@ func moveLeaderAway(f *framework.Test, name, member string) {
 		f.T.Fatal(err)
 	}
 	f.T.Logf("moved etcd's leadership from %s (%s) to %s", member, leader, hexID(target))
+}
+
+// moveLeaderTo makes member etcd's leader, asking the current leader to hand over, and waits
+// until the member itself reports it leads.
+func moveLeaderTo(f *framework.Test, name, member string) {
+	f.T.Helper()
+	leader := leaderID(f, name)
+	members, err := listMembers(f.Ctx, f, name)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	var target uint64
+	current := ""
+	for _, m := range members {
+		if m.Status.MemberID == leader {
+			current = m.Name
+		}
+		if m.Name == member {
+			if target, err = strconv.ParseUint(m.Status.MemberID, 16, 64); err != nil {
+				f.T.Fatalf("member %s has no member ID yet: %q", member, m.Status.MemberID)
+			}
+		}
+	}
+	if current == member {
+		return
+	}
+	if current == "" {
+		f.T.Fatalf("etcd's leader %s is none of %s's members", leader, name)
+	}
+	endpoints := func(m string) []string {
+		ep, err := f.MemberEndpoints(f.Ctx, f.Namespace, etcdv1alpha2.LabelCluster+"="+name+",app.kubernetes.io/component="+m, false)
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		return ep
+	}
+	c, err := etcdconn.New(f.Ctx, etcdconn.Options{Endpoints: endpoints(current)})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	ctx, cancel := context.WithTimeout(f.Ctx, scaleTimeout)
+	defer cancel()
+	if _, err := c.MoveLeader(ctx, target); err != nil {
+		f.T.Fatalf("moving etcd's leadership from %s to %s: %v", current, member, err)
+	}
+	own := endpoints(member)[0]
+	err = f.Poll(member+" leading", 10*time.Second, func(ctx context.Context) (bool, string, error) {
+		st, err := c.Status(ctx, own)
+		if err != nil {
+			return false, errState(ctx, err), nil
+		}
+		return st.Leader == target, "leader " + hexID(st.Leader), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	f.T.Logf("moved etcd's leadership from %s (%s) to %s", current, leader, member)
 }
 
 // operatorNodes are the nodes the operator's Pods run on.

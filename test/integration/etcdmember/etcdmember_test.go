@@ -21,6 +21,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
 
@@ -130,6 +131,13 @@ func checkPod(t *testing.T, pod *corev1.Pod, m *etcdv1alpha2.EtcdMember, pvc *co
 	}
 	if pod.Spec.Volumes[0].PersistentVolumeClaim == nil || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != pvc.Name {
 		t.Errorf("data volume = %+v, want PVC %s", pod.Spec.Volumes[0], pvc.Name)
+	}
+	// The seed's first Pod: etcd runs under the data-dir guard, which expects no data yet.
+	if len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Image != guardImage {
+		t.Errorf("init containers %+v, want the guard installed from %s", pod.Spec.InitContainers, guardImage)
+	}
+	if cmd := pod.Spec.Containers[0].Command; len(cmd) == 0 || cmd[0] != desired.GuardBinary || slices.Contains(cmd, "--data-expected") {
+		t.Errorf("etcd command %q, want the guard without --data-expected", cmd)
 	}
 }
 
@@ -642,6 +650,33 @@ func TestFailedPodRecreatedFromPVC(t *testing.T) {
 	if v, err := getPVC(t.Context(), m); err != nil || v.UID != pvc.UID {
 		t.Errorf("the PVC changed across the Pod's recreation: %v", err)
 	}
+}
+
+// A PVC member that has run gets Pods whose guard expects data, so an emptied volume is refused
+// even on the Pod's first start.
+func TestRecreatedPodExpectsData(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1e")
+	m := newMember(t, c)
+	pod := waitPod(t, m)
+	setMemberStatus(t, m, "8e9e05c52164694d", true)
+	if err := k8sClient.Delete(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, convergeTimeout, "a new Pod whose guard expects data", func(ctx context.Context) error {
+		p, err := getPod(ctx, m)
+		if err != nil {
+			return err
+		}
+		if p.UID == pod.UID {
+			return errors.New("still the first Pod")
+		}
+		if cmd := p.Spec.Containers[0].Command; !slices.Contains(cmd, "--data-expected") {
+			return fmt.Errorf("etcd command %q lacks --data-expected", cmd)
+		}
+		return nil
+	})
 }
 
 func TestMemoryMemberPodNotRecreated(t *testing.T) {

@@ -32,6 +32,9 @@ import (
 // Pods from defaults.
 const imageRepository = "registry.example.test/etcd"
 
+// guardImage stands in for the operator's own image, which holds the data-dir guard.
+const guardImage = "registry.example.test/etcd-operator:test"
+
 // testGraces stand in for the minutes of behaviour.md §24, so that tests see the graces end.
 // No other test keeps a Pod running and not Ready, or terminating, so none is classified by
 // them by accident. The crash and start graces leave a test time to show two exits in a row
@@ -88,7 +91,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	if err := etcdmember.SetupWithManager(mgr,
-		etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository), etcdmember.WithGraces(testGraces)); err != nil {
+		etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository),
+		etcdmember.WithGuardImage(guardImage), etcdmember.WithGraces(testGraces)); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the EtcdMember controller:", err)
 		return 1
 	}

@@ -1,0 +1,88 @@
+package desired
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/guard"
+)
+
+// The data-dir guard (internal/guard) in a PVC member's Pod: an init container copies it from the
+// operator's image into a small emptyDir, and the etcd container runs etcd under it.
+const (
+	// GuardBinaryInImage is where the operator's image holds the guard.
+	GuardBinaryInImage = "/etcd-guard"
+	// GuardContainerName is the init container that installs the guard.
+	GuardContainerName = "install-etcd-guard"
+	// GuardVolumeName is the emptyDir shared by the init container and etcd: the guard binary
+	// and its marker. It lives as long as the Pod, across restarts of the etcd container.
+	GuardVolumeName = "etcd-guard"
+	// GuardMountPath is where GuardVolumeName is mounted in both containers.
+	GuardMountPath = "/opt/etcd-operator"
+	// GuardBinary is the installed guard.
+	GuardBinary = GuardMountPath + "/etcd-guard"
+	// GuardMarker records that this Pod has seen the data dir hold data.
+	GuardMarker = GuardMountPath + "/data-seen"
+)
+
+// guardVolumeSize bounds the emptyDir: the guard is a small static binary.
+var guardVolumeSize = resource.MustParse("32Mi")
+
+// Guarded reports whether a member's Pod runs etcd under the data-dir guard: a PVC member, when
+// the operator knows the guard's image. A Memory member's data lives exactly as long as its Pod,
+// so the guard could never see it lost; its lost Pods are replaced instead (behaviour.md §9).
+func Guarded(member *etcdv1alpha2.EtcdMember, in Inputs) bool {
+	return in.GuardImage != "" && member.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory
+}
+
+// DataExpected reports whether the member has run with its data dir before, as far as the
+// operator can tell when it builds a Pod: etcd reported a version for it (it answered Status, so
+// it had started on its data dir) or it is a voter (promoted, or the seed after it formed the
+// cluster). A new joiner's or the seed's first Pod expects nothing; the guard then protects the
+// data from the moment that Pod's etcd writes it.
+func DataExpected(member *etcdv1alpha2.EtcdMember) bool {
+	return member.Status.MemberID != "" && (member.Status.Version != "" || member.Status.IsVoter)
+}
+
+// guardInitContainer copies the guard into the shared volume. It runs the operator's image with
+// the etcd container's restrictions.
+func guardInitContainer(image string) corev1.Container {
+	return corev1.Container{
+		Name:            GuardContainerName,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{GuardBinaryInImage, guard.CommandInstall, GuardBinary},
+		VolumeMounts:    []corev1.VolumeMount{{Name: GuardVolumeName, MountPath: GuardMountPath}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("10m"),
+				corev1.ResourceMemory: resource.MustParse("16Mi"),
+			},
+			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          containerSecurityContext(),
+	}
+}
+
+func guardVolume() corev1.Volume {
+	return corev1.Volume{
+		Name:         GuardVolumeName,
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(guardVolumeSize)}},
+	}
+}
+
+// guardCommand is the etcd container's command under the guard; etcd's flags follow as Args.
+func guardCommand(dataDir string, dataExpected bool) []string {
+	cmd := []string{GuardBinary, guard.CommandRun,
+		"--" + guard.FlagDataDir + "=" + dataDir,
+		"--" + guard.FlagMarker + "=" + GuardMarker,
+		"--" + guard.FlagTerminationLog + "=" + corev1.TerminationMessagePathDefault,
+	}
+	if dataExpected {
+		cmd = append(cmd, "--"+guard.FlagDataExpected)
+	}
+	return append(cmd, "--", EtcdBinary)
+}

@@ -1,0 +1,96 @@
+package desired
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+)
+
+const testGuardImage = "registry.example/etcd-operator:v1"
+
+func TestPodGuard(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name         string
+		member       *etcdv1alpha2.EtcdMember
+		image        string
+		wantGuard    bool
+		wantExpected bool
+	}{
+		{name: "PVC voter", member: newMember(func(m *etcdv1alpha2.EtcdMember) { m.Status.MemberID = "8e9e05c52164694d" }),
+			image: testGuardImage, wantGuard: true, wantExpected: true},
+		{name: "seed before it formed the cluster", member: newMember(func(m *etcdv1alpha2.EtcdMember) { m.Status = etcdv1alpha2.EtcdMemberStatus{} }),
+			image: testGuardImage, wantGuard: true},
+		{name: "joiner before its first start", member: newMember(func(m *etcdv1alpha2.EtcdMember) {
+			m.Status = etcdv1alpha2.EtcdMemberStatus{MemberID: "8e9e05c52164694d"}
+		}), image: testGuardImage, wantGuard: true},
+		{name: "learner that has run", member: newMember(func(m *etcdv1alpha2.EtcdMember) {
+			m.Status = etcdv1alpha2.EtcdMemberStatus{MemberID: "8e9e05c52164694d", Version: "3.6.5"}
+		}), image: testGuardImage, wantGuard: true, wantExpected: true},
+		{name: "Memory member", member: newMember(func(m *etcdv1alpha2.EtcdMember) {
+			m.Spec.Storage = storageSpec("1Gi", etcdv1alpha2.StorageMediumMemory)
+			m.Status.MemberID = "8e9e05c52164694d"
+		}), image: testGuardImage},
+		{name: "no guard image", member: newMember(func(m *etcdv1alpha2.EtcdMember) { m.Status.MemberID = "8e9e05c52164694d" })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pod := Pod(tc.member, Inputs{State: ClusterStateExisting, GuardImage: tc.image})
+			plain := Pod(tc.member, Inputs{State: ClusterStateExisting})
+			if pod.Annotations[etcdv1alpha2.AnnotationTemplateHash] != plain.Annotations[etcdv1alpha2.AnnotationTemplateHash] {
+				t.Error("the guard changed the template hash; an operator upgrade would restart every member")
+			}
+			checkGuard(t, pod, plain, tc.image, tc.wantGuard, tc.wantExpected)
+		})
+	}
+}
+
+// checkGuard checks pod against the unguarded plain, built from the same member.
+func checkGuard(t *testing.T, pod, plain *corev1.Pod, image string, wantGuard, wantExpected bool) {
+	t.Helper()
+	etcd := pod.Spec.Containers[0]
+	if !wantGuard {
+		if len(pod.Spec.InitContainers) != 0 || !slices.Equal(etcd.Command, []string{EtcdBinary}) {
+			t.Fatalf("unguarded Pod has init containers %v, command %v", pod.Spec.InitContainers, etcd.Command)
+		}
+		return
+	}
+	if len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Image != image ||
+		!slices.Equal(pod.Spec.InitContainers[0].Command, []string{"/etcd-guard", "install", GuardBinary}) {
+		t.Fatalf("init containers %+v", pod.Spec.InitContainers)
+	}
+	want := []string{GuardBinary, "run", "--data-dir=/var/lib/etcd", "--marker=" + GuardMarker, "--termination-log=/dev/termination-log"}
+	if wantExpected {
+		want = append(want, "--data-expected")
+	}
+	want = append(want, "--", EtcdBinary)
+	if !slices.Equal(etcd.Command, want) {
+		t.Errorf("command %q, want %q", etcd.Command, want)
+	}
+	if !slices.Equal(etcd.Args, plain.Spec.Containers[0].Args) {
+		t.Error("the guard changed etcd's flags")
+	}
+	mounted := slices.ContainsFunc(etcd.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == GuardVolumeName && m.MountPath == GuardMountPath && !m.ReadOnly
+	})
+	declared := slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == GuardVolumeName && v.EmptyDir != nil && v.EmptyDir.Medium == ""
+	})
+	if !mounted || !declared {
+		t.Errorf("guard volume mounted writable %v, declared as a disk emptyDir %v", mounted, declared)
+	}
+}
+
+func TestPodGuardFollowsDataDirSubPath(t *testing.T) {
+	t.Parallel()
+	m := newMember(func(m *etcdv1alpha2.EtcdMember) {
+		m.Annotations = map[string]string{etcdv1alpha2.AnnotationDataDirSubPath: "etcd"}
+	})
+	cmd := Pod(m, Inputs{GuardImage: testGuardImage}).Spec.Containers[0].Command
+	if !slices.Contains(cmd, "--data-dir=/var/lib/etcd/etcd") {
+		t.Fatalf("guard command %q does not watch the subpath data dir", cmd)
+	}
+}

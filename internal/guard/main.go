@@ -1,0 +1,62 @@
+package guard
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Subcommands and flags of the etcd-guard binary, used by the Pod builder (internal/desired) so
+// that the Pod and the binary cannot disagree.
+const (
+	CommandInstall      = "install"
+	CommandRun          = "run"
+	FlagDataDir         = "data-dir"
+	FlagMarker          = "marker"
+	FlagDataExpected    = "data-expected"
+	FlagTerminationLog  = "termination-log"
+	defaultPollInterval = time.Second
+)
+
+// Main runs the etcd-guard command line and returns the process's exit code:
+//
+//	etcd-guard install DEST
+//	etcd-guard run --data-dir DIR --marker FILE [--data-expected] [--termination-log FILE] -- etcd FLAGS...
+func Main(args []string, stderr io.Writer) int {
+	if len(args) == 0 {
+		_, _ = fmt.Fprintln(stderr, "usage: etcd-guard install DEST | etcd-guard run --data-dir DIR --marker FILE [--data-expected] -- etcd FLAGS...")
+		return 2
+	}
+	switch args[0] {
+	case CommandInstall:
+		if len(args) != 2 {
+			_, _ = fmt.Fprintln(stderr, "usage: etcd-guard install DEST")
+			return 2
+		}
+		if err := Install(args[1]); err != nil {
+			_, _ = fmt.Fprintf(stderr, "etcd-guard: %v\n", err)
+			return 1
+		}
+		return 0
+	case CommandRun:
+		cfg := Config{PollInterval: defaultPollInterval, Stderr: stderr}
+		fs := flag.NewFlagSet("etcd-guard run", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		fs.StringVar(&cfg.DataDir, FlagDataDir, "", "etcd's --data-dir")
+		fs.StringVar(&cfg.Marker, FlagMarker, "", "file that records that this Pod has seen the data dir hold data")
+		fs.BoolVar(&cfg.DataExpected, FlagDataExpected, false, "the member ran with this data dir before the Pod was created")
+		fs.StringVar(&cfg.TerminationLog, FlagTerminationLog, "", "file that receives a refusal (the container's terminationMessagePath)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return 2
+		}
+		if cfg.DataDir == "" || cfg.Marker == "" {
+			_, _ = fmt.Fprintln(stderr, "etcd-guard run: --data-dir and --marker are required")
+			return 2
+		}
+		cfg.Command = fs.Args()
+		return Supervise(cfg)
+	}
+	_, _ = fmt.Fprintf(stderr, "etcd-guard: unknown command %q (want %s or %s)\n", args[0], CommandInstall, CommandRun)
+	return 2
+}

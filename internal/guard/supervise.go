@@ -1,0 +1,149 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Config is one start of etcd under the guard.
+type Config struct {
+	// DataDir is etcd's --data-dir.
+	DataDir string
+	// Marker is the file, on a volume that lives as long as the Pod, recording that this Pod has
+	// seen DataDir hold data.
+	Marker string
+	// DataExpected says the member ran with DataDir before the Pod was created.
+	DataExpected bool
+	// TerminationLog receives a refusal, so the kubelet reports it as the termination message.
+	// Empty skips it.
+	TerminationLog string
+	// Command is etcd and its flags.
+	Command []string
+	// PollInterval is how often the guard looks for the WAL of a first start, to record the
+	// marker once etcd has written it.
+	PollInterval time.Duration
+	// Stderr receives the guard's own messages.
+	Stderr io.Writer
+}
+
+// forwarded are the signals the guard passes on to etcd: the kubelet stops a container with
+// SIGTERM, and etcd hands its leadership over before it exits.
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// Supervise runs etcd if Check allows it and returns the exit code the container should end
+// with: 1 for a refusal, etcd's own code otherwise (128+n when a signal n killed it).
+//
+// The guard stays etcd's parent rather than exec'ing it, because only a process that outlives
+// etcd's first start can see the WAL appear and record the marker; without that, a member whose
+// Pod was created before it had any data (every member of a new cluster) would be unprotected
+// for the whole life of that Pod.
+func Supervise(cfg Config) int {
+	if len(cfg.Command) == 0 {
+		_, _ = fmt.Fprintln(cfg.Stderr, "etcd-guard: no etcd command given after --")
+		return 2
+	}
+	if err := Check(cfg.DataDir, cfg.Marker, cfg.DataExpected); err != nil {
+		refuse(cfg, err)
+		return 1
+	}
+	has, err := HasData(cfg.DataDir)
+	if err == nil && has {
+		err = MarkSeen(cfg.Marker, cfg.DataDir)
+	}
+	if err != nil {
+		refuse(cfg, err)
+		return 1
+	}
+
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...) //nolint:gosec // the command is the Pod's own etcd invocation
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, forwarded...)
+	defer signal.Stop(signals)
+	if err := cmd.Start(); err != nil {
+		refuse(cfg, fmt.Errorf("starting %s: %w", cfg.Command[0], err))
+		return 127
+	}
+
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case s := <-signals:
+				_ = cmd.Process.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	if !has {
+		go watchForData(cfg, done)
+	}
+
+	code := exitCode(cmd.Wait())
+	if !has {
+		// etcd may have written its WAL and stopped between two polls.
+		if has, err := HasData(cfg.DataDir); err == nil && has {
+			if err := MarkSeen(cfg.Marker, cfg.DataDir); err != nil {
+				_, _ = fmt.Fprintf(cfg.Stderr, "etcd-guard: %v\n", err)
+			}
+		}
+	}
+	return code
+}
+
+// watchForData records the marker as soon as etcd's first start has written its WAL.
+func watchForData(cfg Config, done <-chan struct{}) {
+	tick := time.NewTicker(cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			has, err := HasData(cfg.DataDir)
+			if err != nil || !has {
+				continue
+			}
+			if err := MarkSeen(cfg.Marker, cfg.DataDir); err != nil {
+				_, _ = fmt.Fprintf(cfg.Stderr, "etcd-guard: %v\n", err)
+			}
+			return
+		}
+	}
+}
+
+// refuse reports why etcd was not started, on stderr and in the termination log.
+func refuse(cfg Config, err error) {
+	msg := err.Error()
+	var lost *DataLostError
+	if !errors.As(err, &lost) {
+		msg = "etcd-guard: " + msg
+	}
+	_, _ = fmt.Fprintln(cfg.Stderr, msg)
+	if cfg.TerminationLog != "" {
+		_ = os.WriteFile(cfg.TerminationLog, []byte(msg+"\n"), 0o600)
+	}
+}
+
+// exitCode turns etcd's end into the container's exit code, the way a shell would.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return 1
+	}
+	if status, ok := exit.Sys().(syscall.WaitStatus); ok && status.Signaled() {
+		return 128 + int(status.Signal())
+	}
+	return exit.ExitCode()
+}
