@@ -27,6 +27,9 @@ const (
 	// EventPodDeleted: the member's Pod was deleted (dormant, or Failed and about to be
 	// recreated).
 	EventPodDeleted = "PodDeleted"
+	// EventPodCreateRefused: the API server refused to create the member's Pod (an admission
+	// policy or webhook, a ResourceQuota, a missing PriorityClass); retried every createRetry.
+	EventPodCreateRefused = "PodCreateRefused"
 	// EventPVCCreated: the member's data PVC was created.
 	EventPVCCreated = "PVCCreated"
 	// EventOwnershipConflict: a Pod or PVC named like the member belongs to someone else; the
@@ -183,6 +186,15 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 		if apierrors.IsAlreadyExists(err) {
 			return r.nameTaken(ctx, sc, &corev1.Pod{}, pod.Name)
 		}
+		if refusedCreate(err) {
+			// A refusal lifts without any event this controller watches (a policy deleted, a
+			// quota raised), so the member retries on a fixed interval: an error would be
+			// retried on the work queue's exponential back-off, which grows with the length of
+			// the outage it prolongs (docs/e2e-lifecycle.md, finding 7).
+			sc.notes.podBlocked = "creating Pod " + pod.Name + " was refused: " + apiMessage(err) + "; retrying every " + createRetry.String()
+			r.event(sc, corev1.EventTypeWarning, EventPodCreateRefused, actionCreate, "Creating Pod %s for member %s was refused: %s", pod.Name, m.Name, apiMessage(err))
+			return stepResult{requeueAfter: createRetry, reason: "Pod create refused"}, nil
+		}
 		return stepResult{}, fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	}
 	sc.pod, sc.podOwned = pod, true
@@ -329,4 +341,21 @@ func describePVCOwner(pvc *corev1.PersistentVolumeClaim, m *etcdv1alpha2.EtcdMem
 	default:
 		return describeController(pvc)
 	}
+}
+
+// refusedCreate reports whether the API server refused a create on its merits (admission,
+// quota, validation) rather than failing to process it: such a refusal stays until someone
+// changes the policy, the quota or the object's dependencies.
+func refusedCreate(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+}
+
+// apiMessage is the API server's own explanation of err, which names the policy, quota or
+// field at fault.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
 }

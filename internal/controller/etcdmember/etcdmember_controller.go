@@ -11,10 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -46,6 +48,14 @@ const (
 	// conflictRetry requeues quietly after an API conflict or an AlreadyExists from a stale
 	// cache.
 	conflictRetry = time.Second
+	// createRetry paces retries of a Pod create the API server refused: the member is down
+	// until it succeeds, and the refusal usually lifts without an event this controller sees.
+	createRetry = 5 * time.Second
+	// errorBackoffBase and errorBackoffMax bound the back-off after a failed pass, as in the
+	// EtcdCluster controller: the library's default cap of about 16 minutes is too slow for a
+	// member that has no Pod.
+	errorBackoffBase = 5 * time.Millisecond
+	errorBackoffMax  = 5 * time.Minute
 )
 
 // EtcdClients hands out etcd clients. *etcdclient.Pool implements it; tests inject fakes. The
@@ -147,6 +157,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(pvcToMember)).
 		Watches(&etcdv1alpha2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMembers),
 			builder.WithPredicates(clusterChangesThatMatter())).
+		WithOptions(controller.Options{
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](errorBackoffBase, errorBackoffMax),
+		}).
 		Complete(r)
 }
 
