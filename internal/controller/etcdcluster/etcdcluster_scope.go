@@ -304,6 +304,11 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 	if h := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionHealthy); h != nil && h.Status == metav1.ConditionFalse {
 		healthyReason, healthyMessage = h.Reason, h.Message
 	}
+	// The member controller's Ready condition, confirmed by the Pod in the cache both controllers
+	// share: the condition can only have turned True after that cache showed a Ready Pod, but it
+	// lags a deleted or failed Pod by one member-controller pass, during which status would count
+	// a member with no Pod as Ready (docs/e2e-lifecycle.md, finding 8).
+	ready := meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionReady) && podReady(pod)
 	return membership.Member{
 		Name:             m.Name,
 		UID:              string(m.UID),
@@ -316,7 +321,7 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 		RemovalReason:    m.Annotations[etcdv1alpha2.AnnotationRemovalReason],
 		RemoveFirst:      removeFirst,
 		AllowDeletion:    m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] == "true",
-		Ready:            meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionReady),
+		Ready:            ready,
 		Unhealthy:        meta.IsStatusConditionFalse(m.Status.Conditions, etcdv1alpha2.ConditionHealthy),
 		NotReadyMessage:  notReady,
 		HealthyReason:    healthyReason,

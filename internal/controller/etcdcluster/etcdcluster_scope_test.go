@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -130,5 +131,45 @@ func TestMemberViewCarriesContainerStart(t *testing.T) {
 	got := p.memberView(&p.members[0])
 	if !got.PodRunning || got.PodReady || !got.ContainerStarted.Equal(started) {
 		t.Errorf("memberView = running %v, ready %v, started %v; want running, not ready, started %v", got.PodRunning, got.PodReady, got.ContainerStarted, started)
+	}
+}
+
+// A member counts as Ready only while the shared cache also shows its Pod Ready: the
+// EtcdMember's condition lags a deleted Pod by one member-controller pass, and status counted
+// such members, saying "member Pods are Ready but no member answers" about Pods that were gone
+// (docs/e2e-lifecycle.md, finding 8).
+func TestMemberViewReadyNeedsTheReadyPod(t *testing.T) {
+	t.Parallel()
+	m := member("m", false)
+	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: etcdv1alpha2.ConditionReady, Status: metav1.ConditionTrue, Reason: "PodReady"})
+	readyPod := func(mut func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "pod-uid"},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		}
+		if mut != nil {
+			mut(p)
+		}
+		return p
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"Ready Pod", readyPod(nil), true},
+		{"no Pod", nil, false},
+		{"Pod being deleted", readyPod(func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false},
+		{"Pod failed", readyPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
+	} {
+		p := testPass(&etcdfake.Recorder{}, m)
+		p.pods = map[string]*corev1.Pod{}
+		if tc.pod != nil {
+			p.pods["m"] = tc.pod
+		}
+		if got := p.memberView(&p.members[0]).Ready; got != tc.want {
+			t.Errorf("%s: Ready %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
