@@ -224,6 +224,8 @@ func degraded(in ConditionInput) metav1.Condition {
 		return t(ReasonReplacementBackoff, backingOff(s))
 	case len(unschedulable) > 0:
 		return t(ReasonMemberUnschedulable, strings.Join(unschedulable, "; "))
+	case len(awaitingReadoption(s)) > 0:
+		return t(ReasonMembersUnhealthy, "lost their EtcdMember, being re-adopted from their PVCs: "+strings.Join(awaitingReadoption(s), ", "))
 	case len(unhealthy) > 0:
 		return t(ReasonMembersUnhealthy, "not healthy: "+strings.Join(unhealthy, ", "))
 	case s.Target == 0:

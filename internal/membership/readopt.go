@@ -48,12 +48,7 @@ func readopt(s *Scope) (Action, bool) {
 	if a, ok := finishReadopt(s, pvcs); ok {
 		return a, true
 	}
-	var orphans []PVC
-	for _, p := range pvcs {
-		if !slices.ContainsFunc(s.Members, func(m Member) bool { return m.Name == p.Member || m.UID == p.MemberUID }) {
-			orphans = append(orphans, p)
-		}
-	}
+	orphans := withoutMember(s, pvcs)
 	switch {
 	case len(orphans) == 0:
 		return Action{}, false
@@ -61,6 +56,37 @@ func readopt(s *Scope) (Action, bool) {
 		return readoptListed(s, orphans)
 	}
 	return readoptLost(s, pvcs, orphans)
+}
+
+// withoutMember are the PVCs among pvcs whose member has no EtcdMember, by name or UID.
+func withoutMember(s *Scope, pvcs []PVC) []PVC {
+	var orphans []PVC
+	for _, p := range pvcs {
+		if !slices.ContainsFunc(s.Members, func(m Member) bool { return m.Name == p.Member || m.UID == p.MemberUID }) {
+			orphans = append(orphans, p)
+		}
+	}
+	return orphans
+}
+
+// awaitingReadoption names the members whose EtcdMember is gone while their data PVC waits to
+// be re-adopted, sorted: they hold the cluster's data but serve nothing until they are back.
+func awaitingReadoption(s *Scope) []string {
+	if s.ClusterID == "" {
+		return nil
+	}
+	pvcs := readoptable(s)
+	var names []string
+	for _, p := range withoutMember(s, pvcs) {
+		// The same tests as the re-adoption rules: a member etcd lists at the PVC's peer URL, or,
+		// with etcd silent, total loss. Any other orphan is a replaced member's PVC on its way out.
+		e, listed := etcdMemberNamed(s, p.Member)
+		if (s.Etcd.Known && listed && slices.Contains(e.PeerURLs, p.PeerURL)) || (!s.Etcd.Known && onlyReadopted(s, pvcs)) {
+			names = append(names, p.Member)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // finishReadopt is rule 1: the PVC of a member re-created under its name names the member.

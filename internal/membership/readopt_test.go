@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -217,5 +218,32 @@ func TestReadoptAllOnePerPass(t *testing.T) {
 		if want := []string{"a", "b", "c"}; !cmp.Equal(got, want) {
 			t.Errorf("etcd answering after %d passes: re-adopted %v, want %v", etcdAnswersAfter, got, want)
 		}
+	}
+}
+
+// While members wait to be re-adopted, Degraded says so: they hold the data but serve nothing.
+// A replaced member's PVC on its way out (etcd no longer lists the member) is not one of them.
+func TestDegradedWhileReadopting(t *testing.T) {
+	t.Parallel()
+	replaced := without(steady3(), "c")
+	replaced.Etcd.Members = replaced.Etcd.Members[:2]
+	for _, tc := range []struct {
+		name       string
+		scope      Scope
+		wantReason string
+		wantNames  string
+	}{
+		{"every EtcdMember gone, etcd silent", lost3(), ReasonMembersUnhealthy, "a, b, c"},
+		{"one EtcdMember gone, etcd lists it", without(steady3(), "c"), ReasonMembersUnhealthy, "re-adopted from their PVCs: c"},
+		{"a removed member's PVC", replaced, ReasonQuorumHealthy, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := tc.scope
+			d := degraded(ConditionInput{Scope: &s})
+			if d.Reason != tc.wantReason || !strings.Contains(d.Message, tc.wantNames) {
+				t.Errorf("Degraded = %s/%s %q; want %s mentioning %q", d.Status, d.Reason, d.Message, tc.wantReason, tc.wantNames)
+			}
+		})
 	}
 }
