@@ -231,8 +231,25 @@ func degraded(in ConditionInput) metav1.Condition {
 	case s.Target == 0:
 		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionFalse, ReasonPaused, pausedMessage(s), gen)
 	default:
-		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionFalse, ReasonQuorumHealthy, "no member needs attention", gen)
+		msg := "no member needs attention"
+		if lagging := laggingMembers(s); len(lagging) > 0 {
+			// behaviour.md §9: a lagging member is a note, not a failure; it usually catches up.
+			msg += "; catching up with the leader (applied index more than " + fmt.Sprint(LagThreshold) + " entries behind): " + strings.Join(lagging, ", ")
+		}
+		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionFalse, ReasonQuorumHealthy, msg, gen)
 	}
+}
+
+// laggingMembers names the members whose applied index trails the leader's, sorted.
+func laggingMembers(s *Scope) []string {
+	var out []string
+	for name, v := range EndpointViews(s) {
+		if v.Lagging {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // backingOff describes the member whose replacement the back-off holds, or is empty.

@@ -69,3 +69,40 @@ func corruptAlarmsToDisarm(s *Scope) []etcdclient.Alarm {
 	slices.SortFunc(out, func(a, b etcdclient.Alarm) int { return compareUint(a.MemberID, b.MemberID) })
 	return out
 }
+
+// LagThreshold is how many entries a member's applied index may trail the leader's before it
+// counts as lagging: the same bound a rolled member must be within to count as caught up.
+const LagThreshold = 1000
+
+// EndpointView is what one pass saw of a running member's own endpoint (behaviour.md §9): the
+// EtcdMember controller turns Unreachable into Healthy=Unknown/Unreachable and Lagging into a
+// note. Neither leads to anything destructive.
+type EndpointView struct {
+	Unreachable bool
+	Lagging     bool
+}
+
+// EndpointViews are the views of the running members whose Pods are Ready and whose etcd member
+// has started, by member name. Only while etcd's member list answered: with no member
+// answering, the cluster as a whole is ClusterUnreachable and no single member is to blame.
+func EndpointViews(s *Scope) map[string]EndpointView {
+	out := map[string]EndpointView{}
+	if !s.Etcd.Known {
+		return out
+	}
+	leader, leaderAnswered := s.Etcd.Statuses[s.Etcd.Leader]
+	for _, m := range s.Running() {
+		e, inEtcd := s.etcdMemberByIdentity(m)
+		if !m.PodReady || !inEtcd || !e.Started() {
+			continue
+		}
+		st, answered := s.Etcd.Statuses[e.ID]
+		switch {
+		case !answered:
+			out[m.Name] = EndpointView{Unreachable: true}
+		case leaderAnswered && leader.RaftAppliedIndex > st.RaftAppliedIndex+LagThreshold:
+			out[m.Name] = EndpointView{Lagging: true}
+		}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 )
 
 // controllerSetup registers one controller with the manager. It has the shape of kubebuilder's
@@ -24,10 +25,14 @@ type controllerSetup func(mgr ctrl.Manager) error
 // controller every member, the member controller the ones it needs for its finalizer), so a shared
 // pool would close and re-dial on every alternation.
 func controllers(opts Options) []controllerSetup {
+	// The cluster controller asks every member for its Status on every pass; the member
+	// controller turns what it saw into each member's Healthy.
+	views := etcdview.NewBoard()
 	return []controllerSetup{
 		func(mgr ctrl.Manager) error {
 			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool(),
 				etcdcluster.WithOrphanMemberGrace(opts.OrphanMemberGrace),
+				etcdcluster.WithEtcdViews(views),
 			).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error {
@@ -37,6 +42,7 @@ func controllers(opts Options) []controllerSetup {
 				etcdmember.WithClusterDomain(opts.ClusterDomain),
 				etcdmember.WithEtcdClients(etcdclient.NewPool()),
 				etcdmember.WithGraces(opts.Graces),
+				etcdmember.WithEtcdViews(views),
 			)
 		},
 	}

@@ -26,6 +26,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/metrics"
 )
 
@@ -66,6 +67,9 @@ type Reconciler struct {
 	certManager CertManagerProbe
 	// jitter returns the resync interval; tests pin it.
 	jitter func(time.Duration) time.Duration
+	// views receives what each pass saw of every member's endpoint, for the EtcdMember
+	// controller's Healthy; nil publishes nothing.
+	views *etcdview.Board
 
 	mu sync.Mutex
 	// firstSeen is when each cluster's etcd member IDs were first observed (orphan grace).
@@ -89,6 +93,9 @@ func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clo
 
 // WithOrphanMemberGrace replaces membership.DefaultOrphanMemberGrace.
 func WithOrphanMemberGrace(d time.Duration) Option { return func(r *Reconciler) { r.orphanGrace = d } }
+
+// WithEtcdViews publishes each pass's view of every member's endpoint on board.
+func WithEtcdViews(board *etcdview.Board) Option { return func(r *Reconciler) { r.views = board } }
 
 // WithCertManagerProbe replaces the discovery-backed probe NewFromManager builds.
 func WithCertManagerProbe(p CertManagerProbe) Option {

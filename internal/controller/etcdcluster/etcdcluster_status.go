@@ -11,10 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/failpoint"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/internal/metrics"
@@ -180,6 +182,7 @@ func (p *pass) finish(ctx context.Context) error {
 func (p *pass) computeStatus() (membership.Scope, membership.Counts) {
 	c := p.cluster
 	s := p.scope()
+	p.publishEndpointViews(&s)
 	counts := membership.Count(&s)
 	c.Status.ReadyMembers = int32(counts.ReadyVoters) //nolint:gosec // G115: bounded by the member count
 	c.Status.UpdatedMembers = int32(counts.Updated)   //nolint:gosec // G115: as above
@@ -303,4 +306,17 @@ func (p *pass) transitionEvents() {
 			p.event(corev1.EventTypeWarning, reason, cond.Message)
 		}
 	}
+}
+
+// publishEndpointViews hands the EtcdMember controller what this pass saw of every member's
+// endpoint (unreachable, lagging), which it classifies into the member's Healthy.
+func (p *pass) publishEndpointViews(s *membership.Scope) {
+	if p.r.views == nil {
+		return
+	}
+	views := map[string]etcdview.View{}
+	for name, v := range membership.EndpointViews(s) {
+		views[name] = etcdview.View{Unreachable: v.Unreachable, Lagging: v.Lagging}
+	}
+	p.r.views.Publish(types.NamespacedName{Namespace: p.cluster.Namespace, Name: p.cluster.Name}, views)
 }

@@ -23,10 +23,12 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
 )
 
@@ -80,6 +82,9 @@ type Reconciler struct {
 	clusterDomain string
 	// graces are the health classifier's graces; zero fields keep its defaults.
 	graces health.Graces
+	// views are the EtcdCluster controller's observations of member endpoints; nil leaves
+	// Unreachable and the lagging note out of Healthy.
+	views *etcdview.Board
 }
 
 // Option configures a Reconciler.
@@ -95,6 +100,10 @@ func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clo
 // WithImageRepository sets the etcd image repository (--etcd-image-repository); empty means
 // desired.DefaultImageRepository.
 func WithImageRepository(repo string) Option { return func(r *Reconciler) { r.imageRepository = repo } }
+
+// WithEtcdViews reads the EtcdCluster controller's observations of member endpoints from
+// board, and reconciles a member whenever its observation changes.
+func WithEtcdViews(board *etcdview.Board) Option { return func(r *Reconciler) { r.views = board } }
 
 // WithGuardImage sets the image whose /etcd-guard runs etcd in PVC members' Pods
 // (--data-guard-image, by default the operator's own); empty runs them without the guard.
@@ -150,7 +159,7 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 // mapped to its members (for the deletion release and the cluster ID the Pod's
 // --initial-cluster-state depends on).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&etcdv1alpha2.EtcdMember{}).
 		Owns(&corev1.Pod{}).
@@ -159,8 +168,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(clusterChangesThatMatter())).
 		WithOptions(controller.Options{
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](errorBackoffBase, errorBackoffMax),
-		}).
-		Complete(r)
+		})
+	if r.views != nil {
+		b = b.WatchesRawSource(source.Channel(r.views.Events(), &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
 
 // pvcToMember maps a member PVC to its EtcdMember, by the component label the PVC is created

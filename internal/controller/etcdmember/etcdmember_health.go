@@ -28,9 +28,10 @@ func memberHealth(in statusInput, now time.Time) (c condition, recheck time.Dura
 
 // observe fills the classifier's Observation from what one pass saw: the member as fetched,
 // its own Pod, the Node that Pod runs on, the Node a Pending Pod's volume is pinned to, and the
-// parent's cluster ID. etcd's view is left empty: this controller reads etcd's member list
-// only to release its finalizer, and never alarms or per-member Status, so the rows that need
-// them (removed from the cluster, CORRUPT alarm, unreachable) cannot fire here.
+// parent's cluster ID, and what the EtcdCluster controller's last pass saw of the member's
+// endpoint (unreachable, lagging: it asks every member for its Status on every pass, this
+// controller does not). The rows that need etcd's member list or alarms (removed from the
+// cluster, CORRUPT alarm) are the EtcdCluster controller's own verdicts.
 func observe(in statusInput, now time.Time) health.Observation {
 	m := in.member
 	obs := health.Observation{
@@ -42,6 +43,7 @@ func observe(in statusInput, now time.Time) health.Observation {
 		Dormant:        m.Spec.Dormant,
 		RecordedPodUID: m.Status.PodUID,
 		PVNode:         in.pvNode,
+		Etcd:           health.EtcdView{Unreachable: in.endpoint.Unreachable, Lagging: in.endpoint.Lagging},
 	}
 	if in.pod == nil {
 		return obs

@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
 )
 
@@ -66,6 +67,8 @@ type statusInput struct {
 	// pvNode is the Node a Pending Pod's volume is pinned to, when the classification needs
 	// it (nil otherwise).
 	pvNode *health.Node
+	// endpoint is what the EtcdCluster controller's last pass saw of the member's endpoint.
+	endpoint etcdview.View
 }
 
 // condition is a condition without its bookkeeping (generation, transition time), so that the
@@ -259,6 +262,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) (time.Duration,
 	in := statusInput{member: sc.original, pvcOwned: sc.pvcOwned, notes: sc.notes, graces: r.graces}
 	if sc.parent != nil {
 		in.clusterID = sc.parent.Status.ClusterID
+		if r.views != nil {
+			in.endpoint = r.views.View(client.ObjectKeyFromObject(sc.parent), client.ObjectKeyFromObject(sc.original))
+		}
 	}
 	if sc.podOwned {
 		in.pod = sc.pod

@@ -35,6 +35,20 @@ type fakeEtcd struct {
 type fakeMember struct {
 	etcdclient.Member
 	up bool
+	// mute fails the member's Status while it stays up and listed: the operator cannot reach
+	// its endpoint, though its Pod is Ready.
+	mute bool
+}
+
+// setMute makes the member named name stop (or start again) answering Status.
+func (f *fakeEtcd) setMute(name string, mute bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			m.mute = mute
+		}
+	}
 }
 
 func (f *fakeEtcd) record(call string) {
@@ -275,7 +289,7 @@ func (f *fakeEtcd) Status(_ context.Context, endpoint string) (etcdclient.Status
 	defer f.mu.Unlock()
 	f.record("Status(" + endpoint + ")")
 	for _, m := range f.members {
-		if m.up && slices.Contains(m.ClientURLs, endpoint) {
+		if m.up && !m.mute && slices.Contains(m.ClientURLs, endpoint) {
 			v := f.version
 			if v == "" {
 				v = fakeVersion

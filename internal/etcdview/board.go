@@ -1,0 +1,92 @@
+// Package etcdview carries what the EtcdCluster controller sees of each member in etcd to the
+// EtcdMember controller, which classifies it (behaviour.md §9: a member whose Pod is Ready but
+// whose endpoint does not answer is Healthy=Unknown/Unreachable; a lagging one gets a note). Only
+// the cluster controller talks to every member's endpoint on every pass; the member controller
+// reads etcd only to release its finalizer. Keeping the observations in memory, not in the API,
+// means no extra writes: after an operator restart they are known again after the cluster
+// controller's first pass.
+package etcdview
+
+import (
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+)
+
+// View is what the last pass saw of one member.
+type View struct {
+	// Unreachable: the member's Pod is Ready, but its endpoint did not answer Status.
+	Unreachable bool
+	// Lagging: the member's applied index is far behind the leader's.
+	Lagging bool
+}
+
+// eventBuffer bounds the notifications waiting for the EtcdMember controller. A full buffer
+// drops the notification, not the view: the member picks it up at its next pass.
+const eventBuffer = 1024
+
+// Board holds the latest View of every member, keyed by the EtcdMember, and notifies the
+// EtcdMember controller when one changes. Safe for concurrent use.
+type Board struct {
+	mu     sync.Mutex
+	views  map[types.NamespacedName]map[string]View // cluster → member name → view
+	events chan event.GenericEvent
+}
+
+// NewBoard returns an empty Board.
+func NewBoard() *Board {
+	return &Board{views: map[types.NamespacedName]map[string]View{}, events: make(chan event.GenericEvent, eventBuffer)}
+}
+
+// Publish replaces the views of cluster's members with views (members absent from it have the
+// zero View) and notifies every member whose view changed.
+func (b *Board) Publish(cluster types.NamespacedName, views map[string]View) {
+	b.mu.Lock()
+	before := b.views[cluster]
+	next := map[string]View{}
+	for name, v := range views {
+		if v != (View{}) {
+			next[name] = v
+		}
+	}
+	if len(next) == 0 {
+		delete(b.views, cluster)
+	} else {
+		b.views[cluster] = next
+	}
+	var changed []string
+	for name, v := range next {
+		if before[name] != v {
+			changed = append(changed, name)
+		}
+	}
+	for name := range before {
+		if _, ok := next[name]; !ok {
+			changed = append(changed, name)
+		}
+	}
+	b.mu.Unlock()
+	for _, name := range changed {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: name}}
+		m.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdMember"))
+		select {
+		case b.events <- event.GenericEvent{Object: m}:
+		default:
+		}
+	}
+}
+
+// View returns the latest view of member (namespace and name) in cluster.
+func (b *Board) View(cluster, member types.NamespacedName) View {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.views[cluster][member.Name]
+}
+
+// Events are the notifications of changed views, for a channel source of the EtcdMember
+// controller.
+func (b *Board) Events() <-chan event.GenericEvent { return b.events }
