@@ -45,7 +45,9 @@ func next(s Scope) Action {
 	if a, ok := scale(&s); ok {
 		return a
 	}
-	// One rolling-update step (behaviour.md §12) goes here in a later milestone.
+	if a, ok := roll(&s); ok {
+		return a
+	}
 	return Action{Kind: KindNone, Reason: ReasonReconciled, Message: fmt.Sprintf("%d of %d members running", len(s.Running()), s.Target)}
 }
 
@@ -514,7 +516,7 @@ func leaderTransferee(s *Scope, from uint64) (etcdclient.Member, bool) {
 			continue
 		}
 		updated := uint64(0)
-		if m, ok := s.MemberOf(v); ok && m.Updated && m.TemplateCurrent {
+		if m, ok := s.MemberOf(v); ok && m.current() {
 			updated = 1
 		}
 		key := [2]uint64{updated, s.Etcd.Statuses[v.ID].RaftAppliedIndex}
