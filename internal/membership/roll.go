@@ -84,21 +84,8 @@ func roll(s *Scope) (Action, bool) {
 			Message: progress("Memory members are not rolled yet (surge replacement is not implemented); outdated: %s", names(outdated))}, true
 	}
 
-	// A member authorised already is restarting: its member controller replaces the Pod, and
-	// the Pod's watch brings the next pass. A member without a Pod gets one built from its
-	// authorised template anyway: nothing to restart, and no step of the roll to wait for.
-	for _, m := range outdated {
-		if !m.Authorised() {
-			continue
-		}
-		if m.Unhealthy && m.HealthyReason == health.ReasonStartFailed {
-			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,
-				Message: progress("roll halted: %s did not become Ready with the new template: %s; correct the spec (it is adopted at the progress deadline, or at once when status.progressDeadline is moved into the past)", m.Name, m.HealthyMessage)}, true
-		}
-		if m.PodHash != "" || m.PodRunning {
-			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,
-				Message: progress("restarting %s", m.Name) + because(m)}, true
-		}
+	if a, ok := restarting(outdated, progress); ok {
+		return a, true
 	}
 
 	// Failed members are replaced, not rolled (replace runs before the roll and keeps them
@@ -113,6 +100,12 @@ func roll(s *Scope) (Action, bool) {
 		return Action{Kind: KindWait, Reason: ReasonRollingUpdate, RequeueAfter: MembershipPoll,
 			Message: progress("waiting for a membership change to finish before the next restart")}, true
 	}
+	return restartNext(s, candidates, progress), true
+}
+
+// restartNext restarts the first of candidates in roll order: not Ready first, the leader last,
+// then by name; a leader hands its leadership to an updated follower in a pass of its own.
+func restartNext(s *Scope, candidates []Member, progress func(string, ...any) string) Action {
 	leader := func(m Member) bool {
 		e, ok := s.EtcdMemberOf(m)
 		return ok && e.ID == s.Etcd.Leader
@@ -130,25 +123,25 @@ func roll(s *Scope) (Action, bool) {
 	e, inEtcd := s.EtcdMemberOf(m)
 	if !inEtcd {
 		return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate, RequeueAfter: MembershipPoll,
-			Message: progress("waiting for %s to appear in etcd's member list", m.Name)}, true
+			Message: progress("waiting for %s to appear in etcd's member list", m.Name)}
 	}
 	if m.WantHash == "" {
 		return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,
-			Message: progress("the template hash of %s cannot be computed (TLS members are not rolled yet)", m.Name)}, true
+			Message: progress("the template hash of %s cannot be computed (TLS members are not rolled yet)", m.Name)}
 	}
 	if waits, after := rollSettled(s, e.ID); len(waits) > 0 {
 		return Action{Kind: KindWait, Member: m.Name, MemberID: e.ID, Reason: ReasonRollingUpdate, RequeueAfter: after,
-			Message: progress("restarting %s once %s", m.Name, strings.Join(waits, ", "))}, true
+			Message: progress("restarting %s once %s", m.Name, strings.Join(waits, ", "))}
 	}
 	if len(s.Voters()) > 1 && e.ID == s.Etcd.Leader {
 		to, ok := leaderTransferee(s, e.ID)
 		if !ok {
 			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate, RequeueAfter: MembershipPoll,
-				Message: progress("waiting for a healthy voter to take over leadership from %s", m.Name)}, true
+				Message: progress("waiting for a healthy voter to take over leadership from %s", m.Name)}
 		}
 		a := Action{Kind: KindMoveLeader, Member: m.Name, MemberID: to.ID, Reason: ReasonRollingUpdate,
 			Message: progress("moving leadership from %s to %s before restarting it", m.Name, s.DisplayName(to))}
-		return gated(s, a, quorum.MoveLeader(s.DisplayName(to))), true
+		return gated(s, a, quorum.MoveLeader(s.DisplayName(to)))
 	}
 	a := Action{Kind: KindAuthorise, Member: m.Name, MemberID: e.ID, Hash: m.WantHash, Disrupts: true, Reason: ReasonRollingUpdate,
 		Message: progress("restarting %s", m.Name)}
@@ -156,7 +149,29 @@ func roll(s *Scope) (Action, bool) {
 	if a.Kind == KindAuthorise && a.Gate != nil && a.Gate.Disruptive {
 		a.Message += " (the only voter: the cluster is unavailable until it returns)"
 	}
-	return a, true
+	return a
+}
+
+// restarting finds a member whose restart is under way (authorised, its Pod not yet on the
+// authorised template) and waits for it; a StartFailed one halts the roll. Its member
+// controller replaces the Pod, and the Pod's watch brings the next pass. A member without a
+// Pod gets one built from its authorised template anyway: nothing to restart, nothing to wait
+// for here.
+func restarting(outdated []Member, progress func(string, ...any) string) (Action, bool) {
+	for _, m := range outdated {
+		if !m.Authorised() {
+			continue
+		}
+		if m.Unhealthy && m.HealthyReason == health.ReasonStartFailed {
+			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,
+				Message: progress("roll halted: %s did not become Ready with the new template: %s; correct the spec (it is adopted at the progress deadline, or at once when status.progressDeadline is moved into the past)", m.Name, m.HealthyMessage)}, true
+		}
+		if m.PodHash != "" || m.PodRunning {
+			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,
+				Message: progress("restarting %s", m.Name) + because(m)}, true
+		}
+	}
+	return Action{}, false
 }
 
 // rollSettled checks that every voter other than next has been Ready for RollSettle and is

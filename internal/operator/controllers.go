@@ -28,6 +28,7 @@ func controllers(opts Options) []controllerSetup {
 		func(mgr ctrl.Manager) error {
 			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool(),
 				etcdcluster.WithOrphanMemberGrace(opts.OrphanMemberGrace),
+				etcdcluster.WithImageRepository(opts.EtcdImageRepository),
 			).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error {

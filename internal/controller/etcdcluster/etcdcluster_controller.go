@@ -66,6 +66,10 @@ type Reconciler struct {
 	certManager CertManagerProbe
 	// jitter returns the resync interval; tests pin it.
 	jitter func(time.Duration) time.Duration
+	// imageRepository is the etcd image repository members run (--etcd-image-repository); it
+	// enters the template hash the controller authorises, so it must be the member
+	// controller's.
+	imageRepository string
 
 	mu sync.Mutex
 	// firstSeen is when each cluster's etcd member IDs were first observed (orphan grace).
@@ -79,6 +83,9 @@ type Reconciler struct {
 	blockedWarned map[types.NamespacedName]string
 	// versionWarned is the refusal a VersionChangeRejected Event was last emitted for.
 	versionWarned map[types.NamespacedName]string
+	// rolling holds the clusters this process restarted a member of since they last
+	// converged: their convergence completes a rolling update (one RollingUpdateCompleted).
+	rolling map[types.NamespacedName]bool
 }
 
 // Option configures a Reconciler.
@@ -94,6 +101,10 @@ func WithOrphanMemberGrace(d time.Duration) Option { return func(r *Reconciler) 
 func WithCertManagerProbe(p CertManagerProbe) Option {
 	return func(r *Reconciler) { r.certManager = p }
 }
+
+// WithImageRepository sets the etcd image repository the template hash is computed with; empty
+// means desired.DefaultImageRepository. It must match the EtcdMember controller's.
+func WithImageRepository(repo string) Option { return func(r *Reconciler) { r.imageRepository = repo } }
 
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {
@@ -112,6 +123,7 @@ func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder
 		pendingWarned: map[types.NamespacedName]int64{},
 		blockedWarned: map[types.NamespacedName]string{},
 		versionWarned: map[types.NamespacedName]string{},
+		rolling:       map[types.NamespacedName]bool{},
 	}
 	for _, o := range opts {
 		o(r)
@@ -266,6 +278,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	delete(r.pendingWarned, key)
 	delete(r.blockedWarned, key)
 	delete(r.versionWarned, key)
+	delete(r.rolling, key)
 	r.mu.Unlock()
 	metrics.ForgetCluster(key.String())
 }
