@@ -61,12 +61,21 @@ func roll(s *Scope) (Action, bool) {
 			outdated = append(outdated, m)
 		}
 	}
-	if len(outdated) == 0 {
-		return Action{}, false
-	}
 	updated := len(running) - len(outdated)
 	progress := func(format string, args ...any) string {
 		return fmt.Sprintf("%d/%d members updated; ", updated, len(running)) + fmt.Sprintf(format, args...)
+	}
+	// A member that did not start with the template authorised for it halts the roll, whether
+	// its Pod was replaced already or not: restarting another member with the same template
+	// would only take a second one down.
+	for _, m := range running {
+		if m.Authorised() && m.Unhealthy && m.HealthyReason == health.ReasonStartFailed && !neverStarted(s, m) {
+			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,
+				Message: progress("roll halted: %s did not become Ready with the new template: %s; correct the spec (it is adopted at the progress deadline, or at once when status.progressDeadline is moved into the past)", m.Name, m.HealthyMessage)}, true
+		}
+	}
+	if len(outdated) == 0 {
+		return Action{}, false
 	}
 
 	// A member whose Pod already runs the latched template (a member created or woken with
@@ -153,7 +162,7 @@ func restartNext(s *Scope, candidates []Member, progress func(string, ...any) st
 }
 
 // restarting finds a member whose restart is under way (authorised, its Pod not yet on the
-// authorised template) and waits for it; a StartFailed one halts the roll. Its member
+// authorised template) and waits for it. Its member
 // controller replaces the Pod, and the Pod's watch brings the next pass. A member without a
 // Pod gets one built from its authorised template anyway: nothing to restart, nothing to wait
 // for here.
@@ -161,10 +170,6 @@ func restarting(outdated []Member, progress func(string, ...any) string) (Action
 	for _, m := range outdated {
 		if !m.Authorised() {
 			continue
-		}
-		if m.Unhealthy && m.HealthyReason == health.ReasonStartFailed {
-			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,
-				Message: progress("roll halted: %s did not become Ready with the new template: %s; correct the spec (it is adopted at the progress deadline, or at once when status.progressDeadline is moved into the past)", m.Name, m.HealthyMessage)}, true
 		}
 		if m.PodHash != "" || m.PodRunning {
 			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,

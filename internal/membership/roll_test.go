@@ -139,6 +139,15 @@ func TestRoll(t *testing.T) {
 			})
 			return s
 		}, Action{Kind: KindWait, Member: "b", Reason: ReasonRollingUpdate}, "roll halted: b did not become Ready with the new template: not Ready within 5m0s"},
+		{"a rolled member running the new template that did not start halts the roll", func() Scope {
+			s := rolling3()
+			s.Members[1] = with(s.Members[1], func(m *Member) {
+				m.TemplateCurrent, m.AuthorisedHash, m.PodHash = true, "new", "new"
+				m.Ready, m.Unhealthy, m.HealthyReason, m.HealthyMessage = false, true, health.ReasonStartFailed, "not Ready within 5m0s"
+			})
+			delete(s.Etcd.Statuses, 2)
+			return s
+		}, Action{Kind: KindWait, Member: "b", Reason: ReasonRollingUpdate}, "1/3 members updated; roll halted: b did not become Ready"},
 		{"after a corrected spec, the member that failed to start is rolled first", func() Scope {
 			s := rolling3()
 			s.Members[1] = with(s.Members[1], func(m *Member) {

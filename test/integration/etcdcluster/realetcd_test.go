@@ -51,6 +51,9 @@ type realEtcd struct {
 	// cluster names the EtcdCluster of each process's Pod.
 	cluster map[types.UID]string
 	calls   []string // membership changes sent through the pool
+	// failIf, when set, names Pods whose etcd does not start (an image that crashes on a bad
+	// option, say): the Pod runs but never turns Ready.
+	failIf func(*corev1.Pod) bool
 	// onData says, by Pod name, whether its last process started on a data directory that
 	// already held a member (a restart from a persistent volume).
 	onData map[string]bool
@@ -284,6 +287,19 @@ func (r *realEtcd) run(ctx context.Context, pod *corev1.Pod) error {
 		volume = "pvc-" + string(pvc.UID)
 	}
 	ip := r.ipFor(advertised)
+	r.mu.Lock()
+	fail := r.failIf != nil && r.failIf(pod)
+	r.mu.Unlock()
+	if fail {
+		now := metav1.Now()
+		pod.Status = corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: desired.ContainerName,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+		}
+		return k8s.Status().Update(ctx, pod)
+	}
 	args = r.localise(args, ip, filepath.Join(r.dir, volume))
 	var dataDir string
 	for _, a := range args {
