@@ -435,6 +435,8 @@ func scale(s *Scope) (Action, bool) {
 		m := running[0]
 		return Action{Kind: KindSetDormant, Member: m.Name, Reason: ReasonScalingDown,
 			Message: fmt.Sprintf("pausing: making %s dormant", m.Name)}, true
+	case len(running) > max(target, 1) && surging(s, running):
+		return Action{}, false // the roll removes the outdated member once the new one settled
 	case len(running) > max(target, 1):
 		return scaleDown(s, running)
 	}

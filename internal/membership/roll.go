@@ -87,10 +87,7 @@ func roll(s *Scope) (Action, bool) {
 		}
 	}
 	if s.Memory {
-		// Restarting a Memory member would lose its data; the surge replacement (add a member
-		// with the new template, then remove an outdated one) is not built yet.
-		return Action{Kind: KindWait, Reason: ReasonRollingUpdate,
-			Message: progress("Memory members are not rolled yet (surge replacement is not implemented); outdated: %s", names(outdated))}, true
+		return surge(s, running, outdated, progress), true
 	}
 
 	if a, ok := restarting(outdated, progress); ok {
@@ -110,6 +107,56 @@ func roll(s *Scope) (Action, bool) {
 			Message: progress("waiting for a membership change to finish before the next restart")}, true
 	}
 	return restartNext(s, candidates, progress), true
+}
+
+// RemovalReasonRollingUpdate is the removal-reason of an outdated Memory member removed by a
+// surge: a member with the latched template took its place.
+const RemovalReasonRollingUpdate = "RollingUpdate"
+
+// surge rolls a Memory cluster (behaviour.md §12): a Memory member cannot be restarted, its data
+// lives in its Pod. So a member with the latched template is added first (created, added as a
+// learner and promoted by the ordinary scale-up steps), and once it has been Ready for
+// RollSettle and caught up, one outdated member is removed (ranked as a scale-down victim:
+// unhealthy and not-Ready members first, the leader last, after leadership moved to a healthy,
+// preferably updated, voter). The cluster runs one member above its target in between; a
+// 1-member cluster goes 1 → 2 → 1. scale leaves the extra member to this step.
+func surge(s *Scope, running, outdated []Member, progress func(string, ...any) string) Action {
+	if len(s.Learners()) > 0 || slices.ContainsFunc(s.Members, func(m Member) bool { return m.Leaving() || m.Pending }) {
+		return Action{Kind: KindWait, Reason: ReasonRollingUpdate, RequeueAfter: MembershipPoll,
+			Message: progress("waiting for a membership change to finish")}
+	}
+	if len(running) <= int(s.Target) {
+		if waits, after := rollSettled(s, 0); len(waits) > 0 {
+			return Action{Kind: KindWait, Reason: ReasonRollingUpdate, RequeueAfter: after,
+				Message: progress("adding a member with the new template once %s", strings.Join(waits, ", "))}
+		}
+		a := Action{Kind: KindCreateMember, Reason: ReasonRollingUpdate,
+			Message: progress("adding a member with the new template to replace %s", RankVictims(s, outdated)[0].Name)}
+		return gated(s, a, quorum.AddLearner())
+	}
+	victim := RankVictims(s, outdated)[0]
+	e, inEtcd := s.EtcdMemberOf(victim)
+	if inEtcd {
+		if waits, after := rollSettled(s, e.ID); len(waits) > 0 {
+			return Action{Kind: KindWait, Member: victim.Name, MemberID: e.ID, Reason: ReasonRollingUpdate, RequeueAfter: after,
+				Message: progress("removing %s once %s", victim.Name, strings.Join(waits, ", "))}
+		}
+		if a, ok := moveLeadershipFrom(s, victim, e, inEtcd, ReasonRollingUpdate); ok {
+			return a
+		}
+	}
+	a := removeAction(s, victim, e, inEtcd, RemovalReasonRollingUpdate)
+	if a.Kind == KindRemove {
+		a.Reason, a.Message = ReasonRollingUpdate, progress("removing %s, replaced by a member with the new template", victim.Name)
+	}
+	return a
+}
+
+// surging reports a Memory cluster one member above its target while a member is outdated: the
+// surge of a roll, whose removal waits for the new member to settle (surge), rather than a
+// scale-down that would take the member that is not Ready yet first.
+func surging(s *Scope, running []Member) bool {
+	return s.Memory && len(running) == int(s.Target)+1 && slices.ContainsFunc(running, func(m Member) bool { return !m.Pending && !m.current() })
 }
 
 // restartNext restarts the first of candidates in roll order: not Ready first, the leader last,

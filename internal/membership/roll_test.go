@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,32 @@ func rolling3() Scope {
 // rolled marks member i of s as authorised with the latched template and running it.
 func rolled(s Scope, i int) Scope {
 	s.Members[i] = with(s.Members[i], func(m *Member) { m.TemplateCurrent, m.AuthorisedHash, m.PodHash = true, "new", "new" })
+	return s
+}
+
+// s4 is rolling3 of a Memory cluster after the surge member d (new template) was promoted.
+func s4() Scope {
+	s := rolling3()
+	s.Memory = true
+	d := with(mem("d", 4), func(m *Member) { m.WantHash, m.AuthorisedHash, m.PodHash = "new", "new", "new" })
+	s.Members = append(s.Members, d)
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), voter(4, "d"))
+	s.PVCs = nil
+	return s
+}
+
+// surged says whether the surge member d of s has been Ready for RollSettle.
+func surged(s Scope, settled bool) Scope {
+	for i := range s.Members {
+		if s.Members[i].Name != "d" {
+			continue
+		}
+		s.Members[i].ReadySince = s.Now.Add(-time.Minute)
+		if !settled {
+			s.Members[i].Ready = false
+			delete(s.Etcd.Statuses, 4)
+		}
+	}
 	return s
 }
 
@@ -175,11 +202,36 @@ func TestRoll(t *testing.T) {
 			})
 			return s
 		}, Action{Kind: KindWait, Member: "b", MemberID: 2, Reason: ReasonRollingUpdate}, "once c is Ready"},
-		{"Memory members are not restarted", func() Scope {
+		{"Memory: a member with the new template is added first", func() Scope {
 			s := rolling3()
-			s.Memory = true
+			s.Memory, s.PVCs = true, nil
 			return s
-		}, Action{Kind: KindWait, Reason: ReasonRollingUpdate}, "surge replacement is not implemented"},
+		}, Action{Kind: KindCreateMember, Reason: ReasonRollingUpdate}, "0/3 members updated; adding a member with the new template to replace c"},
+		{"Memory: the new member is not Ready yet: the removal waits", func() Scope {
+			return surged(s4(), false)
+		}, Action{Kind: KindWait, Member: "c", MemberID: 3, Reason: ReasonRollingUpdate}, "1/4 members updated; removing c once d is Ready"},
+		{"Memory: the new member settled: the first outdated follower goes", func() Scope {
+			return surged(s4(), true)
+		}, Action{Kind: KindRemove, Member: "c", MemberID: 3, Reason: ReasonRollingUpdate}, "removing c, replaced by a member with the new template"},
+		{"Memory: the leader goes last, after leadership moved to the updated member", func() Scope {
+			s := surged(s4(), true)
+			s.Members = slices.DeleteFunc(s.Members, func(m Member) bool { return m.Name == "b" || m.Name == "c" })
+			s.Etcd = healthyEtcd(1, voter(1, "a"), voter(4, "d"))
+			s.Target = 1
+			return s
+		}, Action{Kind: KindMoveLeader, Member: "a", MemberID: 4, Reason: ReasonRollingUpdate}, ""},
+		{"Memory: one member goes 1 → 2 first", func() Scope {
+			s := rolling3()
+			s.Memory, s.Target = true, 1
+			s.Members, s.PVCs = s.Members[:1], nil
+			s.Etcd = healthyEtcd(1, voter(1, "a"))
+			return s
+		}, Action{Kind: KindCreateMember, Reason: ReasonRollingUpdate}, "adding a member with the new template to replace a"},
+		{"Memory: a scale-down below the surge is an ordinary scale-down", func() Scope {
+			s := surged(s4(), true)
+			s.Target = 2
+			return s
+		}, Action{Kind: KindRemove, Member: "c", MemberID: 3, Reason: ReasonScalingDown}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
