@@ -127,3 +127,50 @@ func (w *world) rolledFake(cluster, cpu string) func() error {
 		return nil
 	}
 }
+
+// surgeSteps are the failpoints a Memory surge reaches: the new member's creation, add, patch
+// and promotion, the leadership hand-over, and the old member's removal.
+var surgeSteps = []string{
+	failpoint.SpecAdopted, failpoint.MemberCreated, failpoint.LearnerAdded, failpoint.LearnerInitialClusterPatched,
+	failpoint.LearnerPromoted, failpoint.LeaderMoved, failpoint.RemovalReasonSet, failpoint.MemberRemoved, failpoint.MemberDeleted,
+}
+
+// TestCrashDuringMemorySurge kills the reconciler right after each step of the surge that rolls
+// a 3-member Memory cluster (add a member with the new template, then remove an old one, three
+// times), restarts it cold, and checks that the roll completes: converged at 3 with none of the
+// original members, never more than one learner, no peer URL added twice.
+//
+// Failpoints are process-wide: not parallel.
+func TestCrashDuringMemorySurge(t *testing.T) {
+	for _, step := range surgeSteps {
+		t.Run(step, func(t *testing.T) {
+			w := newWorld(t)
+			const cluster = "surgecrash"
+			w.newMemoryCluster(cluster, 3)
+			d := newCrashDriver(t, w, cluster)
+			d.until("bootstrap of 3", w.converged(cluster, 3))
+			original := memberNames(t, w, cluster)
+			t.Cleanup(failpoint.Disarm)
+			d.arm(step)
+
+			w.setCPURequest(cluster, "150m")
+			rolled := w.rolledFake(cluster, "150m")
+			d.until("rolled by surge", func() error {
+				if err := rolled(); err != nil {
+					return err
+				}
+				for n := range memberNames(t, w, cluster) {
+					if original[n] {
+						return fmt.Errorf("original member %s is still there: %w", n, errNotYet)
+					}
+				}
+				return nil
+			})
+			failpoint.Disarm()
+			if !d.reached[step] {
+				t.Errorf("failpoint %s was never reached", step)
+			}
+			checkNoDuplicateAdds(t, w.fake(cluster).mutations())
+		})
+	}
+}
