@@ -211,6 +211,14 @@ func TestRollingUpgradeMinorVersions(t *testing.T) {
 
 	for _, v := range []string{"3.6.16", "3.7.3"} {
 		minor := v[:strings.LastIndex(v, ".")]
+		if v == "3.7.3" {
+			// etcd 3.7 cannot parse the v2 entries 3.5 wrote to the raft log: a member that
+			// replays such entries from its WAL panics ("unmarshal should never fail") and never
+			// starts (docs/e2e-lifecycle.md, finding 9). Each member must first take a snapshot
+			// under 3.6, after which it replays only newer entries: 3.6 does so every 10,000
+			// entries (its default --snapshot-count). A cluster in service gets there by itself.
+			fillLog(f, name, 10_500)
+		}
 		roll(f, name, "roll-"+minor, "etcd upgrade to "+v+" on 3 PVC members", before, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Version = v })
 		err := f.Poll("runningVersion "+v, time.Minute, func(ctx context.Context) (bool, string, error) {
 			ec, err := getCluster(ctx, f, name)
@@ -246,4 +254,33 @@ func requireRunningTemplate(f *framework.Test, name string, check func(*corev1.P
 			f.T.Errorf("Pod %s: %v", pods.Items[i].Name, err)
 		}
 	}
+}
+
+// fillLog writes n small keys (8 writers in parallel) under a prefix of its own, so that every
+// member's raft log advances by n entries.
+func fillLog(f *framework.Test, name string, n int) {
+	f.T.Helper()
+	c, _ := f.DialMembers(voterSelector(name), nil)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				ctx, cancel := context.WithTimeout(f.Ctx, 10*time.Second)
+				_, err := c.Put(ctx, fmt.Sprintf("fill/%06d", i), "x")
+				cancel()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		f.T.Fatalf("filling the raft log: %v", err)
+	}
+	f.T.Logf("wrote %d keys in %s so that every member snapshots under 3.6", n, since(start))
 }
