@@ -90,8 +90,14 @@ func TestVersionDowngradeRefusedThenFixedSpecAdopted(t *testing.T) {
 	// restarted in place on its PVC with the new template.
 	eventually(t, convergeTimeout, "the member rolled to 3.6.16", func() error {
 		ms, err := w.members(t.Context(), "down")
-		if err != nil || len(ms) != 1 || ms[0].Spec.Version != "3.6.16" {
-			return fmt.Errorf("members %d (%v): %w", len(ms), err, errNotYet)
+		if err != nil {
+			return err
+		}
+		if len(ms) != 1 {
+			return fmt.Errorf("%d members: %w", len(ms), errNotYet)
+		}
+		if v := ms[0].Spec.Version; v != "3.6.16" {
+			return fmt.Errorf("member %s templated %s: %w", ms[0].Name, v, errNotYet)
 		}
 		return w.converged("down", 1)()
 	})
