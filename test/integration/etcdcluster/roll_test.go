@@ -484,3 +484,49 @@ func TestRollingUpdateMemorySurge(t *testing.T) {
 		})
 	}
 }
+
+// TestInPlaceFieldsDoNotRoll changes additionalMetadata and imagePullSecrets of a converged
+// cluster of 3 real members: both reach every member, the labels reach every Pod in place, and
+// no Pod is restarted (neither is in the template hash).
+func TestInPlaceFieldsDoNotRoll(t *testing.T) {
+	t.Parallel()
+	f := newReadoptFixture(t, "inplace")
+	w := f.w
+	before, err := w.podUIDs(t.Context(), f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.cluster(f.name)
+	orig := c.DeepCopy()
+	c.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Labels: map[string]string{"team": "storage"}}
+	c.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "mirror"}}
+	if err := k8s.Patch(t.Context(), c, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, convergeTimeout, "the in-place fields on every member and Pod", func() error {
+		ms, err := w.members(t.Context(), f.name)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if len(m.Spec.ImagePullSecrets) != 1 || m.Spec.AdditionalMetadata == nil {
+				return fmt.Errorf("member %s: pull secrets %v, metadata %v: %w", m.Name, m.Spec.ImagePullSecrets, m.Spec.AdditionalMetadata, errNotYet)
+			}
+			pod := &corev1.Pod{}
+			if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: m.Name}, pod); err != nil {
+				return err
+			}
+			if pod.Labels["team"] != "storage" {
+				return fmt.Errorf("Pod %s labels %v: %w", pod.Name, pod.Labels, errNotYet)
+			}
+		}
+		return w.converged(f.name, 3)()
+	})
+	after, err := w.podUIDs(t.Context(), f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mapsEqual(before, after) {
+		t.Errorf("Pods %v, were %v: an in-place change restarted members", after, before)
+	}
+}
