@@ -57,7 +57,9 @@ func roll(s *Scope) (Action, bool) {
 	running := s.Running()
 	var outdated []Member
 	for _, m := range running {
-		if !m.Pending && !m.current() {
+		// A held deletion keeps serving, but its member controller no longer builds Pods:
+		// a person decides about it first.
+		if !m.Pending && !m.Deleting && !m.current() {
 			outdated = append(outdated, m)
 		}
 	}

@@ -202,6 +202,11 @@ func TestRoll(t *testing.T) {
 			})
 			return s
 		}, Action{Kind: KindWait, Member: "b", MemberID: 2, Reason: ReasonRollingUpdate}, "once c is Ready"},
+		{"a member whose deletion is held is not rolled", func() Scope {
+			s := rolled(rolled(rolling3(), 0), 2)
+			s.Members[1].Deleting = true
+			return s
+		}, Action{Kind: KindNone, Reason: ReasonReconciled}, ""},
 		{"Memory: a member with the new template is added first", func() Scope {
 			s := rolling3()
 			s.Memory, s.PVCs = true, nil
