@@ -64,6 +64,9 @@ const (
 	ReadoptedMemberIDSet = "readopted-member-id-set"
 	// PVCReadopted follows the rewrite of a re-adopted PVC's member-uid to its new member.
 	PVCReadopted = "pvc-readopted"
+	// TemplateAuthorised follows the patch that writes the latched template and its hash onto
+	// a member (§12 rolling update).
+	TemplateAuthorised = "template-authorised"
 )
 
 // Names lists every step, in the order the flows reach them.
@@ -72,6 +75,7 @@ var Names = []string{
 	MemberCreated, LearnerAdded, LearnerInitialClusterPatched, LearnerPromoted, MemberStatusPatched,
 	OrphanRemoved, LeaderMoved, RemovalReasonSet, MemberRemoved, MemberDeleted, PVCDeleted,
 	DormantSet, MemberWoken, AlarmDisarmed, MemberReadopted, ReadoptedMemberIDSet, PVCReadopted,
+	TemplateAuthorised,
 }
 
 // Action runs when an armed step is hit.

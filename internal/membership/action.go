@@ -57,6 +57,11 @@ const (
 	// Action.Readopt.Create is false), prefills its member ID when known, and rewrites the
 	// PVC's member-uid to the new member (behaviour.md §10).
 	KindReadopt Kind = "Readopt"
+	// KindAuthorise writes the latched template and its hash (Action.Hash) onto a member in
+	// one patch: the member controller then restarts the member's Pod with it when the Pod
+	// runs another hash (Action.Disrupts), or has nothing to do when it already runs it
+	// (behaviour.md §12).
+	KindAuthorise Kind = "Authorise"
 )
 
 // Progressing reasons (behaviour.md §22) the planner chooses.
@@ -109,6 +114,11 @@ type Action struct {
 	RequeueAfter time.Duration
 	// Readopt details a KindReadopt; PVC names the PVC and Member the member it comes back as.
 	Readopt Readopt
+	// Hash is the template hash to authorise (KindAuthorise).
+	Hash string
+	// Disrupts is true for a KindAuthorise that makes the member controller restart the
+	// member's Pod: a rolling-update step, quorum-gated.
+	Disrupts bool
 }
 
 // RemovalReasonScaleDown is the removal-reason of a scale-down victim.

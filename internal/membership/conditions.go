@@ -23,6 +23,7 @@ const (
 	ReasonQuorumHealthy         = "QuorumHealthy"
 	ReasonMemberDeletionBlocked = "MemberDeletionBlocked"
 	ReasonMemberUnschedulable   = "MemberUnschedulable"
+	ReasonMemberStartFailed     = health.DegradedMemberStartFailed
 	ReasonMembersUnhealthy      = "MembersUnhealthy"
 )
 
@@ -62,7 +63,7 @@ func Count(s *Scope) Counts {
 		if m.Ready && s.IsVoter(m) {
 			c.ReadyVoters++
 		}
-		if m.Updated && m.TemplateCurrent {
+		if m.current() {
 			c.Updated++
 		}
 	}
@@ -204,6 +205,7 @@ func degraded(in ConditionInput) metav1.Condition {
 	}
 	blocked := blockedDeletions(s)
 	unschedulable := unschedulableMembers(s)
+	startFailed := rollHaltedBy(s)
 	unhealthy := unhealthyMembers(s)
 	switch {
 	case AllMembersLost(s):
@@ -220,6 +222,8 @@ func degraded(in ConditionInput) metav1.Condition {
 	case len(blocked) > 0:
 		return t(ReasonMemberDeletionBlocked, fmt.Sprintf("deletion of %s is held because the operator did not initiate it; annotate the member with %s=true to let it be replaced",
 			strings.Join(blocked, ", "), etcdv1alpha2.AnnotationAllowDeletion))
+	case len(startFailed) > 0:
+		return t(ReasonMemberStartFailed, strings.Join(startFailed, "; "))
 	case s.Backoff.Attempts > 0 && backingOff(s) != "":
 		return t(ReasonReplacementBackoff, backingOff(s))
 	case len(unschedulable) > 0:
@@ -304,6 +308,20 @@ func unschedulableMembers(s *Scope) []string {
 	return out
 }
 
+// rollHaltedBy describes, sorted by name, the voters that did not start with the template the
+// roll authorised for them (Healthy=False/StartFailed): the roll waits for a corrected spec. A
+// new member that never started is a replacement's business (ReplacementBackoff), not this.
+func rollHaltedBy(s *Scope) []string {
+	var out []string
+	for _, m := range s.Running() {
+		if m.Unhealthy && m.HealthyReason == health.ReasonStartFailed && !neverStarted(s, m) {
+			out = append(out, "member "+m.Name+" did not start with its new template, the rolling update is halted: "+m.HealthyMessage)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // blockedDeletions names members being deleted by someone other than the operator.
 func blockedDeletions(s *Scope) []string {
 	var out []string
@@ -320,7 +338,7 @@ func blockedDeletions(s *Scope) []string {
 func unconverged(s *Scope) []string {
 	var out []string
 	for _, m := range s.Running() {
-		if m.Pending || !m.Ready || !m.Updated || !m.TemplateCurrent {
+		if m.Pending || !m.Ready || !m.current() {
 			out = append(out, m.Name)
 		}
 	}

@@ -86,7 +86,8 @@ func TemplateCurrent(spec *etcdv1alpha2.EtcdMemberSpec, observed *etcdv1alpha2.O
 
 // Converged reports whether the cluster has reached its latched target (behaviour.md §5):
 // cluster ID latched (or target 0), running = target, no pending member, no learner, no member
-// being removed, every running member Ready, on the latched template and running it (Updated).
+// being removed, every running member Ready, on the latched template with its hash authorised,
+// and its Pod running that template.
 // A paused target with no running member counts as converged.
 func Converged(s *Scope) bool {
 	if s.ClusterID == "" && s.Target != 0 {
@@ -102,7 +103,7 @@ func Converged(s *Scope) bool {
 		}
 	}
 	for _, m := range running {
-		if m.Pending || !m.Ready || !m.Updated || !m.TemplateCurrent {
+		if m.Pending || !m.Ready || !m.current() {
 			return false
 		}
 	}

@@ -45,7 +45,9 @@ func next(s Scope) Action {
 	if a, ok := scale(&s); ok {
 		return a
 	}
-	// One rolling-update step (behaviour.md §12) goes here in a later milestone.
+	if a, ok := roll(&s); ok {
+		return a
+	}
 	return Action{Kind: KindNone, Reason: ReasonReconciled, Message: fmt.Sprintf("%d of %d members running", len(s.Running()), s.Target)}
 }
 
@@ -433,6 +435,8 @@ func scale(s *Scope) (Action, bool) {
 		m := running[0]
 		return Action{Kind: KindSetDormant, Member: m.Name, Reason: ReasonScalingDown,
 			Message: fmt.Sprintf("pausing: making %s dormant", m.Name)}, true
+	case len(running) > max(target, 1) && surging(s, running):
+		return Action{}, false // the roll removes the outdated member once the new one settled
 	case len(running) > max(target, 1):
 		return scaleDown(s, running)
 	}
@@ -514,7 +518,7 @@ func leaderTransferee(s *Scope, from uint64) (etcdclient.Member, bool) {
 			continue
 		}
 		updated := uint64(0)
-		if m, ok := s.MemberOf(v); ok && m.Updated && m.TemplateCurrent {
+		if m, ok := s.MemberOf(v); ok && m.current() {
 			updated = 1
 		}
 		key := [2]uint64{updated, s.Etcd.Statuses[v.ID].RaftAppliedIndex}

@@ -76,6 +76,16 @@ type Member struct {
 	Updated bool
 	// TemplateCurrent is true when the member's template equals the latched target.
 	TemplateCurrent bool
+	// WantHash is the template hash of the member under the latched target (image and CA
+	// digests included), as the cluster controller computes it; empty when it cannot.
+	WantHash string
+	// AuthorisedHash is the member's template-hash annotation: the hash the cluster controller
+	// authorised its member controller to run.
+	AuthorisedHash string
+	// PodHash is the template-hash annotation of the member's Pod; empty without a Pod.
+	PodHash string
+	// ReadySince is when the member's Ready condition last turned True; zero unless Ready.
+	ReadySince time.Time
 	// PodRunning is true when the member's Pod exists and is Running.
 	PodRunning bool
 	// PodReady is true when the member's Pod is Ready.

@@ -13,7 +13,7 @@ import (
 //  3. learners (they do not vote);
 //  4. Healthy=False;
 //  5. not Ready;
-//  6. outdated template (Updated=False, or a template other than the latched one);
+//  6. outdated: a template other than the latched one, its hash not authorised, or a Pod not running it;
 //  7. followers before the leader (removing the leader costs an election);
 //  8. newest creationTimestamp, then name descending.
 //
@@ -33,7 +33,7 @@ func RankVictims(s *Scope, candidates []Member) []Member {
 			inEtcd && e.IsLearner,
 			m.Unhealthy,
 			!m.Ready,
-			!m.Updated || !m.TemplateCurrent,
+			!m.current(),
 			!inEtcd || e.ID != s.Etcd.Leader,
 		}})
 	}

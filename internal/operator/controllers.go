@@ -33,6 +33,7 @@ func controllers(opts Options) []controllerSetup {
 			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool(),
 				etcdcluster.WithOrphanMemberGrace(opts.OrphanMemberGrace),
 				etcdcluster.WithEtcdViews(views),
+				etcdcluster.WithImageRepository(opts.EtcdImageRepository),
 			).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error {

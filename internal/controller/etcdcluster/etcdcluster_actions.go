@@ -101,6 +101,8 @@ func (p *pass) planAndAct(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: a.RequeueAfter}, nil
 	case membership.KindReadopt:
 		err = p.readopt(ctx, a)
+	case membership.KindAuthorise:
+		err = p.authorise(ctx, a)
 	default:
 		// A planner/controller mismatch: retrying cannot help.
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("the planner returned an unknown action %q", a.Kind))

@@ -47,6 +47,7 @@ func (p *pass) createMember(ctx context.Context, seed bool) error {
 		},
 	}
 	membership.ApplyTemplate(&m.Spec, c.Status.Observed)
+	p.recordHash(m)
 	if seed && c.Spec.Bootstrap != nil {
 		m.Spec.Restore = c.Spec.Bootstrap.Restore.DeepCopy()
 	}

@@ -70,6 +70,10 @@ type Reconciler struct {
 	// views receives what each pass saw of every member's endpoint, for the EtcdMember
 	// controller's Healthy; nil publishes nothing.
 	views *etcdview.Board
+	// imageRepository is the etcd image repository members run (--etcd-image-repository); it
+	// enters the template hash the controller authorises, so it must be the member
+	// controller's.
+	imageRepository string
 
 	mu sync.Mutex
 	// firstSeen is when each cluster's etcd member IDs were first observed (orphan grace).
@@ -83,6 +87,9 @@ type Reconciler struct {
 	blockedWarned map[types.NamespacedName]string
 	// versionWarned is the refusal a VersionChangeRejected Event was last emitted for.
 	versionWarned map[types.NamespacedName]string
+	// rolling holds the clusters this process restarted a member of since they last
+	// converged: their convergence completes a rolling update (one RollingUpdateCompleted).
+	rolling map[types.NamespacedName]bool
 }
 
 // Option configures a Reconciler.
@@ -102,6 +109,10 @@ func WithCertManagerProbe(p CertManagerProbe) Option {
 	return func(r *Reconciler) { r.certManager = p }
 }
 
+// WithImageRepository sets the etcd image repository the template hash is computed with; empty
+// means desired.DefaultImageRepository. It must match the EtcdMember controller's.
+func WithImageRepository(repo string) Option { return func(r *Reconciler) { r.imageRepository = repo } }
+
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {
 	return func(r *Reconciler) { r.jitter = f }
@@ -119,6 +130,7 @@ func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder
 		pendingWarned: map[types.NamespacedName]int64{},
 		blockedWarned: map[types.NamespacedName]string{},
 		versionWarned: map[types.NamespacedName]string{},
+		rolling:       map[types.NamespacedName]bool{},
 	}
 	for _, o := range opts {
 		o(r)
@@ -273,6 +285,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	delete(r.pendingWarned, key)
 	delete(r.blockedWarned, key)
 	delete(r.versionWarned, key)
+	delete(r.rolling, key)
 	r.mu.Unlock()
 	metrics.ForgetCluster(key.String())
 }

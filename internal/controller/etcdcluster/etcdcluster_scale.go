@@ -93,7 +93,8 @@ func (p *pass) memberRemove(ctx context.Context, id uint64) error {
 	return nil
 }
 
-// moveLeader moves leadership away from the scale-down victim (§7); the next pass re-ranks.
+// moveLeader moves leadership away from the scale-down victim (§7) or from the last member of a
+// roll (§12); the next pass re-ranks.
 func (p *pass) moveLeader(ctx context.Context, a membership.Action) error {
 	if err := p.etcd.MoveLeader(ctx, a.MemberID); err != nil {
 		return waitingOn(metricMoveLeader, fmt.Errorf("moving leadership to %s: %w", etcdclient.FormatID(a.MemberID), err), membership.MembershipPoll,
@@ -101,7 +102,11 @@ func (p *pass) moveLeader(ctx context.Context, a membership.Action) error {
 	}
 	metrics.MembershipAction(metricMoveLeader, metrics.OutcomeSuccess)
 	failpoint.Inject(failpoint.LeaderMoved)
-	p.event(corev1.EventTypeNormal, eventLeaderMoved, fmt.Sprintf("moved leadership to %s before removing %s", etcdclient.FormatID(a.MemberID), a.Member))
+	why := "removing"
+	if a.Reason == membership.ReasonRollingUpdate {
+		why = "restarting"
+	}
+	p.event(corev1.EventTypeNormal, eventLeaderMoved, fmt.Sprintf("moved leadership to %s before %s %s", etcdclient.FormatID(a.MemberID), why, a.Member))
 	return nil
 }
 
@@ -201,6 +206,7 @@ func (p *pass) wake(ctx context.Context, a membership.Action) error {
 	before := m.DeepCopy()
 	m.Spec.Dormant = false
 	membership.ApplyTemplate(&m.Spec, p.cluster.Status.Observed)
+	p.recordHash(m)
 	if err := p.r.client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("waking EtcdMember %s: %w", m.Name, err)
 	}

@@ -300,6 +300,14 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 	replaceReason, replaceAnnotated := m.Annotations[etcdv1alpha2.AnnotationReplace]
 	// An unparsable ID is treated as unknown: the member is then matched by peer URL and name.
 	memberID, _ := etcdclient.ParseID(m.Status.MemberID)
+	var readySince time.Time
+	if r := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionReady); r != nil && r.Status == metav1.ConditionTrue {
+		readySince = r.LastTransitionTime.Time
+	}
+	var podHash string
+	if pod != nil {
+		podHash = pod.Annotations[etcdv1alpha2.AnnotationTemplateHash]
+	}
 	var healthyReason, healthyMessage string
 	if h := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionHealthy); h != nil && h.Status == metav1.ConditionFalse {
 		healthyReason, healthyMessage = h.Reason, h.Message
@@ -328,6 +336,10 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 		HealthyMessage:   healthyMessage,
 		Updated:          meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionUpdated),
 		TemplateCurrent:  membership.TemplateCurrent(&m.Spec, p.cluster.Status.Observed),
+		WantHash:         p.wantHash(m),
+		AuthorisedHash:   m.Annotations[etcdv1alpha2.AnnotationTemplateHash],
+		PodHash:          podHash,
+		ReadySince:       readySince,
 		PodRunning:       podRunning(pod) && pod.UID != "" && (m.Status.PodUID == "" || string(pod.UID) == m.Status.PodUID),
 		PodReady:         podReady(pod),
 		ContainerStarted: containerStarted(pod),

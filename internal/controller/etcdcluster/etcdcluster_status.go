@@ -306,6 +306,9 @@ func (p *pass) transitionEvents() {
 			p.event(corev1.EventTypeWarning, reason, cond.Message)
 		}
 	}
+	if cond := meta.FindStatusCondition(p.cluster.Status.Conditions, etcdv1alpha2.ConditionProgressing); cond != nil && cond.Reason == membership.ReasonReconciled {
+		p.rollCompleted()
+	}
 }
 
 // publishEndpointViews hands the EtcdMember controller what this pass saw of every member's

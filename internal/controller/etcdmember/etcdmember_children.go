@@ -130,6 +130,12 @@ func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (stepResult, erro
 			// Failed Pod is left for the EtcdCluster controller to replace.
 			return r.deletePod(ctx, sc, "Pod failed ("+pod.Status.Reason+"); it is recreated from PVC "+desired.PVCName(m.Name))
 		}
+		if d, err := r.templateRestart(ctx, sc); err != nil || d.restart {
+			if err != nil {
+				return stepResult{}, err
+			}
+			return r.deletePod(ctx, sc, d.why)
+		}
 		return proceed, r.keepMetadata(ctx, pod, podGVK, desired.OperatorPodLabels(m), podRemovableLabels(m), m)
 	}
 

@@ -259,7 +259,9 @@ func clusterChangesThatMatter() predicate.Funcs {
 //     but wait while it is an earlier member's of this name (re-adoption rewrites its
 //     member-uid); keep its labels and additionalMetadata in place.
 //  7. Ensure the Pod: delete it gracefully when dormant, delete a Failed Pod of a PVC member
-//     (it is recreated from its PVC next pass), otherwise create it when initialCluster is set
+//     (it is recreated from its PVC next pass), delete a PVC member's Pod whose template hash
+//     differs from the one the EtcdCluster controller authorised (a rolling-update restart,
+//     decideRestart), otherwise create it when initialCluster is set
 //     (never for a Memory member that lost its Pod, and never while the parent is unreadable);
 //     refuse a foreign Pod, wait for an earlier member's of this name to be garbage-collected;
 //     keep role=voter and additionalMetadata in place.

@@ -78,6 +78,9 @@ type notes struct {
 	memoryPodLost bool
 	// desiredHash is the template hash a Pod built now would carry, when it was computed.
 	desiredHash string
+	// restartHeld says why a Pod whose template differs from the authorised one is not
+	// restarted yet; empty when nothing holds it.
+	restartHeld string
 	// deletion is the finalizer decision of a member being deleted.
 	deletion *releaseDecision
 	// released is set when the finalizer was removed: the object may be gone, so status is

@@ -216,6 +216,9 @@ func updatedCondition(in statusInput) condition {
 	if in.member.Spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory {
 		return condition{metav1.ConditionFalse, ReasonReplacementPending, msg + "; a Memory member is replaced, not restarted"}
 	}
+	if in.notes.restartHeld != "" {
+		msg += "; " + in.notes.restartHeld
+	}
 	return condition{metav1.ConditionFalse, ReasonRestartPending, msg}
 }
 

@@ -77,7 +77,9 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 	peer := desired.PeerURL(m)
 	wantPod := m.Spec.InitialCluster != "" && !m.Spec.Dormant && m.DeletionTimestamp.IsZero()
 	switch {
-	case !wantPod && pod != nil:
+	case !wantPod && pod != nil, pod != nil && restartForTemplate(m, pod):
+		// Gone, or a rolling-update restart (the EtcdMember controller's rule: a PVC member's
+		// Pod whose hash differs from the authorised one); the Pod comes back next tick.
 		f.stop(peer)
 		if err := client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))); err != nil {
 			return err
@@ -120,6 +122,7 @@ func (w *world) runPod(ctx context.Context, f *fakeEtcd, m *etcdv1alpha2.EtcdMem
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, Labels: desired.MemberLabels(m.Spec.ClusterName, m.Name),
+			Annotations:     map[string]string{etcdv1alpha2.AnnotationTemplateHash: podHash(m)},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(m, etcdv1alpha2.GroupVersion.WithKind("EtcdMember"))},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "quay.io/coreos/etcd:v" + m.Spec.Version}}},
@@ -219,12 +222,35 @@ func (w *world) memberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, po
 		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: r, Message: r, ObservedGeneration: m.Generation})
 	}
 	set(etcdv1alpha2.ConditionReady, ready, reason)
-	set(etcdv1alpha2.ConditionUpdated, metav1.ConditionTrue, "TemplateCurrent")
+	if pod == nil || restartForTemplate(m, pod) {
+		set(etcdv1alpha2.ConditionUpdated, metav1.ConditionFalse, "RestartPending")
+	} else {
+		set(etcdv1alpha2.ConditionUpdated, metav1.ConditionTrue, "TemplateCurrent")
+	}
 	set(etcdv1alpha2.ConditionHealthy, metav1.ConditionTrue, "Healthy")
 	if equality.Semantic.DeepEqual(before.Status, m.Status) {
 		return nil
 	}
 	return k8s.Status().Patch(ctx, m, client.MergeFrom(before))
+}
+
+// podHash is the template hash the EtcdMember controller stamps on a Pod it builds for m: the
+// authorised one, which it checks a new Pod carries, or, without one, the hash of m's template
+// under the default image repository.
+func podHash(m *etcdv1alpha2.EtcdMember) string {
+	if h := m.Annotations[etcdv1alpha2.AnnotationTemplateHash]; h != "" {
+		return h
+	}
+	return desired.TemplateHash(&m.Spec, desired.Image("", m.Spec.Version), desired.CADigests{})
+}
+
+// restartForTemplate is the EtcdMember controller's rolling-update rule, as the fake plays it:
+// a PVC member's Pod is restarted when the member's authorised template hash is set and the
+// Pod carries another.
+func restartForTemplate(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
+	want := m.Annotations[etcdv1alpha2.AnnotationTemplateHash]
+	return want != "" && pod.Annotations[etcdv1alpha2.AnnotationTemplateHash] != want &&
+		m.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory
 }
 
 // notReady makes the kubelet report the first n members' Pods not Ready from now on.

@@ -48,7 +48,12 @@ type realEtcd struct {
 	closed bool
 	hosts  map[string]string // host → IP
 	procs  map[types.UID]*etcdproc.Member
-	calls  []string // membership changes sent through the pool
+	// cluster names the EtcdCluster of each process's Pod.
+	cluster map[types.UID]string
+	calls   []string // membership changes sent through the pool
+	// failIf, when set, names Pods whose etcd does not start (an image that crashes on a bad
+	// option, say): the Pod runs but never turns Ready.
+	failIf func(*corev1.Pod) bool
 	// onData says, by Pod name, whether its last process started on a data directory that
 	// already held a member (a restart from a persistent volume).
 	onData map[string]bool
@@ -60,7 +65,7 @@ func newRealWorld(t *testing.T) *world {
 	t.Helper()
 	etcdproc.RequireBinary(t)
 	w := newWorld(t)
-	r := &realEtcd{t: t, ns: w.ns, dir: t.TempDir(), base: loopbackNet(t), hosts: map[string]string{}, procs: map[types.UID]*etcdproc.Member{}, onData: map[string]bool{}}
+	r := &realEtcd{t: t, ns: w.ns, dir: t.TempDir(), base: loopbackNet(t), hosts: map[string]string{}, procs: map[types.UID]*etcdproc.Member{}, cluster: map[types.UID]string{}, onData: map[string]bool{}}
 	w.kubeletOnly, w.real = true, r
 	w.pool = etcdclient.NewPool(etcdclient.WithDialer(r.dial))
 	t.Cleanup(r.close)
@@ -227,6 +232,13 @@ func (r *realEtcd) tickCluster(ctx context.Context, w *world, c *etcdv1alpha2.Et
 	if err := k8s.List(ctx, &pods, client.InNamespace(r.ns), client.MatchingLabels{etcdv1alpha2.LabelCluster: c.Name}); err != nil {
 		return err
 	}
+	// A Pod deleted outright (envtest deletes an unscheduled Pod at once, with no grace)
+	// takes its process with it, as its kubelet would.
+	exists := map[types.UID]bool{}
+	for i := range pods.Items {
+		exists[pods.Items[i].UID] = true
+	}
+	r.killVanished(c.Name, exists)
 	var errs []error
 	for i := range pods.Items {
 		pod := &pods.Items[i]
@@ -275,6 +287,19 @@ func (r *realEtcd) run(ctx context.Context, pod *corev1.Pod) error {
 		volume = "pvc-" + string(pvc.UID)
 	}
 	ip := r.ipFor(advertised)
+	r.mu.Lock()
+	fail := r.failIf != nil && r.failIf(pod)
+	r.mu.Unlock()
+	if fail {
+		now := metav1.Now()
+		pod.Status = corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: desired.ContainerName,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+		}
+		return k8s.Status().Update(ctx, pod)
+	}
 	args = r.localise(args, ip, filepath.Join(r.dir, volume))
 	var dataDir string
 	for _, a := range args {
@@ -294,6 +319,7 @@ func (r *realEtcd) run(ctx context.Context, pod *corev1.Pod) error {
 		return nil
 	}
 	r.procs[pod.UID] = proc
+	r.cluster[pod.UID] = pod.Labels[etcdv1alpha2.LabelCluster]
 	r.onData[pod.Name] = statErr == nil
 	r.mu.Unlock()
 	if err := proc.Start(); err != nil {
@@ -330,6 +356,21 @@ func (r *realEtcd) restartExited(uid types.UID) error {
 	}
 	r.t.Logf("etcd %s exited; restarting it. Log tail:\n%s", p.Name, p.LogTail(5))
 	return p.Start()
+}
+
+// killVanished ends the processes of cluster's Pods that no longer exist.
+func (r *realEtcd) killVanished(cluster string, exists map[types.UID]bool) {
+	r.mu.Lock()
+	var gone []types.UID
+	for uid := range r.procs {
+		if !exists[uid] && r.cluster[uid] == cluster {
+			gone = append(gone, uid)
+		}
+	}
+	r.mu.Unlock()
+	for _, uid := range gone {
+		r.kill(uid)
+	}
 }
 
 // kill ends the process of Pod uid, as a Pod deleted with no grace period.

@@ -86,12 +86,21 @@ func TestVersionDowngradeRefusedThenFixedSpecAdopted(t *testing.T) {
 	w.setVersion("down", "3.6.16")
 	eventually(t, convergeTimeout, "3.6.16 adopted", w.versionAdopted("down", "3.6.16"))
 	eventually(t, convergeTimeout, "one Warning", w.eventsOnce("down", "VersionChangeRejected"))
-	// Until the rolling update (behaviour.md §12) lands, an adopted version reaches new members
-	// only: the existing member keeps its template, so the cluster stays Progressing.
-	ms, err := w.members(t.Context(), "down")
-	if err != nil || len(ms) != 1 || ms[0].Spec.Version != "3.5.35" {
-		t.Errorf("members %+v (%v), want one still templated 3.5.35", ms, err)
-	}
+	// The adopted version is rolled to the running member (behaviour.md §12): one member,
+	// restarted in place on its PVC with the new template.
+	eventually(t, convergeTimeout, "the member rolled to 3.6.16", func() error {
+		ms, err := w.members(t.Context(), "down")
+		if err != nil {
+			return err
+		}
+		if len(ms) != 1 {
+			return fmt.Errorf("%d members: %w", len(ms), errNotYet)
+		}
+		if v := ms[0].Spec.Version; v != "3.6.16" {
+			return fmt.Errorf("member %s templated %s: %w", ms[0].Name, v, errNotYet)
+		}
+		return w.converged("down", 1)()
+	})
 }
 
 // fakeRunning makes cluster name's fake etcd members report version v.
