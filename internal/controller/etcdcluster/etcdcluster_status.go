@@ -149,7 +149,12 @@ func (p *pass) adopt(ctx context.Context) (ctrl.Result, error) {
 	if !p.lock.Adopted {
 		return ctrl.Result{}, nil
 	}
-	p.computeStatus()
+	s, counts := p.computeStatus()
+	// The PDB first, as in finish: once status shows the new target, the PDB already protects
+	// its quorum (a reader of both never sees a target whose quorum the PDB does not cover).
+	if err := p.applyPDB(ctx, int32(counts.Voters), s.Target); err != nil { //nolint:gosec // G115: bounded by the member count
+		return ctrl.Result{}, err
+	}
 	wrote, err := p.writeStatus(ctx)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("recording the adoption of generation %d: %w", p.lock.ObservedGeneration, err)
