@@ -72,7 +72,7 @@ func corruptAlarmsToDisarm(s *Scope) []etcdclient.Alarm {
 
 // LagThreshold is how many entries a member's applied index may trail the leader's before it
 // counts as lagging: the same bound a rolled member must be within to count as caught up.
-const LagThreshold = 1000
+const LagThreshold = RollMaxLag
 
 // EndpointView is what one pass saw of a running member's own endpoint (behaviour.md §9): the
 // EtcdMember controller turns Unreachable into Healthy=Unknown/Unreachable and Lagging into a
