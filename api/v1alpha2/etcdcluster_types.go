@@ -338,6 +338,13 @@ type EtcdClusterStatus struct {
 	// +optional
 	RunningVersion string `json:"runningVersion,omitempty"`
 
+	// minorSince records since when every member runs the lowest running minor, and whether
+	// every member has taken a raft snapshot since: until then a member restarting on its data
+	// dir may replay log entries an older minor wrote, which the next minor may not read (etcd
+	// 3.7 cannot apply entries 3.5 wrote), so the step to the next minor waits for it.
+	// +optional
+	MinorSince *MinorSince `json:"minorSince,omitempty"`
+
 	// clusterID is etcd's cluster ID in hex, latched once at discovery.
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
@@ -375,6 +382,23 @@ type EtcdClusterStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MinorSince is the point from which every member ran one minor version.
+type MinorSince struct {
+	// minor is the lowest minor every member runs, such as "3.6".
+	Minor string `json:"minor"`
+
+	// raftIndex is the cluster's committed raft index when the operator first saw every member
+	// run minor; 0 for a cluster formed on minor, whose log holds nothing older.
+	// +optional
+	RaftIndex int64 `json:"raftIndex,omitempty"`
+
+	// snapshotted is true once every member has applied more than a snapshot interval
+	// (--snapshot-count, plus a margin) beyond raftIndex, so has taken a raft snapshot since:
+	// a member then replays only entries written under minor.
+	// +optional
+	Snapshotted bool `json:"snapshotted,omitempty"`
 }
 
 // ReplacementBackoff spaces out replacements whose new member never started: the same cause

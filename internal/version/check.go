@@ -24,6 +24,10 @@ var (
 	// ErrPatchTooOld: the target is the next minor, but a member of the current minor runs a
 	// patch older than the one etcd's upgrade guide requires before that step.
 	ErrPatchTooOld = errors.New("running patch too old for the minor step")
+	// ErrOlderEntries: the target is the next minor, which cannot apply raft entries the minor
+	// before the running one wrote, and a member may still replay such entries from its WAL
+	// because it has not taken a raft snapshot since every member ran the running minor.
+	ErrOlderEntries = errors.New("members may still replay entries an older minor wrote")
 )
 
 // Rejected is a refused version change. Its message names the rule it breaks, what runs, and
@@ -174,4 +178,28 @@ func allowed(run []Version) string {
 		lines = append(lines, line(low.Major, low.Minor+1))
 	}
 	return "allowed: " + strings.Join(lines, " or ")
+}
+
+// NeedsSnapshotBeforeStep reports whether the step from v's minor to the next one needs every
+// member to have taken a raft snapshot since the whole cluster ran v's minor. A member restarted
+// on the next minor replays its WAL from its last snapshot and the leader sends a new member the
+// entries after its own, so until then a member may be handed entries the minor before v's
+// wrote. etcd 3.5 still proposes some entries in the v2 request format (cluster version, member
+// attributes); 3.6 applies them, 3.7 removed that format and panics on them at start
+// (docs/e2e-lifecycle.md, finding 9).
+func NeedsSnapshotBeforeStep(v Version) bool {
+	return v.Major == 3 && v.Minor == 6
+}
+
+// CheckSnapshotted refuses target, the next minor after the lowest running version low, while
+// not every member has snapshotted under low's minor (NeedsSnapshotBeforeStep); wait says what
+// the cluster waits for, in the caller's terms. It returns nil or a *Rejected.
+func CheckSnapshotted(target string, low Version, snapshotted bool, wait string) error {
+	t, err := Parse(target)
+	if err != nil || snapshotted || t.Major != low.Major || t.Minor != low.Minor+1 || !NeedsSnapshotBeforeStep(low) {
+		return nil
+	}
+	return reject(ErrOlderEntries, target,
+		"version %s must wait until every member has taken a raft snapshot under %s, or a member may replay entries %d.%d wrote, which %s cannot read: %s; keep %s until then (write to the cluster, or lower options.snapshotCount, to get there sooner)",
+		t, low.MinorString(), low.Major, low.Minor-1, t.MinorString(), wait, low)
 }

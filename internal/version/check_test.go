@@ -149,3 +149,41 @@ func TestMinimumBeforeStepIsSupported(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckSnapshotted(t *testing.T) {
+	t.Parallel()
+	v36, v35 := version.Version{Major: 3, Minor: 6, Patch: 16}, version.Version{Major: 3, Minor: 5, Patch: 35}
+	const wait = "every member must apply raft index 11101"
+	for _, tt := range []struct {
+		name        string
+		target      string
+		low         version.Version
+		snapshotted bool
+		refused     bool
+	}{
+		{name: "3.6 to 3.7 before the snapshot", target: "3.7.3", low: v36, refused: true},
+		{name: "3.6 to 3.7 after the snapshot", target: "3.7.3", low: v36, snapshotted: true},
+		{name: "3.6 patch change", target: "3.6.11", low: v36},
+		{name: "3.5 to 3.6 needs no snapshot", target: "3.6.16", low: v35},
+		{name: "unparseable target is Check's business", target: "3.7", low: v36},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := version.CheckSnapshotted(tt.target, tt.low, tt.snapshotted, wait)
+			if !tt.refused {
+				if err != nil {
+					t.Fatalf("CheckSnapshotted = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, version.ErrOlderEntries) {
+				t.Fatalf("CheckSnapshotted = %v, want rule %v", err, version.ErrOlderEntries)
+			}
+			const want = "version 3.7.3 must wait until every member has taken a raft snapshot under 3.6, or a member may replay entries 3.5 wrote, which 3.7 cannot read: " +
+				wait + "; keep 3.6.16 until then (write to the cluster, or lower options.snapshotCount, to get there sooner)"
+			if err.Error() != want {
+				t.Errorf("CheckSnapshotted:\n got  %q\n want %q", err.Error(), want)
+			}
+		})
+	}
+}

@@ -101,3 +101,12 @@ func MinimumBeforeStep(v Version) (Version, bool) {
 	m, ok := minimumBeforeStep[[2]int{v.Major, v.Minor}]
 	return m, ok
 }
+
+// DefaultSnapshotCount is etcd's default --snapshot-count on v's minor: 100,000 up to 3.5, and
+// 10,000 from 3.6 on.
+func DefaultSnapshotCount(v Version) int64 {
+	if v.Major == 3 && v.Minor <= 5 {
+		return 100_000
+	}
+	return 10_000
+}

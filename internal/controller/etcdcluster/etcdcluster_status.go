@@ -195,6 +195,7 @@ func (p *pass) computeStatus() (membership.Scope, membership.Counts) {
 	if v := p.runningVersion(&s); v != "" {
 		c.Status.RunningVersion = v
 	}
+	c.Status.MinorSince = nextMinorSince(c.Status.MinorSince, p.minorInput(&s))
 	if p.action.Kind == "" {
 		p.action = membership.Next(s) // the pass stopped before planning: report what it would do
 	}
@@ -232,6 +233,23 @@ func (p *pass) writeStatus(ctx context.Context) (bool, error) {
 		failpoint.Inject(failpoint.ClusterIDLatched)
 	}
 	return true, nil
+}
+
+// minorInput gathers what nextMinorSince needs from the pass.
+func (p *pass) minorInput(s *membership.Scope) minorInput {
+	in := minorInput{
+		forming:       p.original.Status.ClusterID == "",
+		known:         s.Etcd.Known,
+		statuses:      s.Etcd.Statuses,
+		snapshotCount: p.snapshotCount(),
+	}
+	if o := p.cluster.Status.Observed; o != nil {
+		in.latched = o.Version
+	}
+	for _, m := range s.Etcd.Members {
+		in.members = append(in.members, m.ID)
+	}
+	return in
 }
 
 // runningVersion is the lowest version running members report; for a paused cluster, the

@@ -19,10 +19,42 @@ func (p *pass) versionRejection() string {
 	if c.Status.Observed != nil && c.Spec.Version == c.Status.Observed.Version {
 		return ""
 	}
-	if err := version.Check(c.Spec.Version, p.runningVersions()); err != nil {
+	running := p.runningVersions()
+	if err := version.Check(c.Spec.Version, running); err != nil {
+		return err.Error()
+	}
+	low, ok := lowestVersion(running)
+	if !ok {
+		return ""
+	}
+	ms := c.Status.MinorSince
+	snapshotted := ms != nil && ms.Minor == low.MinorString() && ms.Snapshotted
+	count := p.snapshotCount()
+	if err := version.CheckSnapshotted(c.Spec.Version, low, snapshotted, minorSnapshotWait(ms, count, low)); err != nil {
 		return err.Error()
 	}
 	return ""
+}
+
+// lowestVersion is the lowest of versions that parse, and false when none does.
+func lowestVersion(versions []string) (version.Version, bool) {
+	var low version.Version
+	found := false
+	for _, s := range versions {
+		if v, err := version.Parse(s); err == nil && (!found || v.Compare(low) < 0) {
+			low, found = v, true
+		}
+	}
+	return low, found
+}
+
+// snapshotCount is the --snapshot-count the latched template gives members; 0 for etcd's
+// default.
+func (p *pass) snapshotCount() int64 {
+	if o := p.cluster.Status.Observed; o != nil && o.Options != nil && o.Options.SnapshotCount != nil {
+		return *o.Options.SnapshotCount
+	}
+	return 0
 }
 
 // wakeRejection re-checks the latched version against the version the dormant member last ran

@@ -1,11 +1,13 @@
 package etcdcluster
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/events"
 
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
@@ -57,6 +59,32 @@ func TestVersionRejection(t *testing.T) {
 		if got := p.versionRejection(); got != c.want {
 			t.Errorf("versionRejection(%s) = %q, want %q", c.spec, got, c.want)
 		}
+	}
+}
+
+// TestVersionRejectionWaitsForSnapshot: on a cluster that reached 3.6 from 3.5, the step to 3.7
+// waits until status.minorSince says every member snapshotted under 3.6 (finding 9).
+func TestVersionRejectionWaitsForSnapshot(t *testing.T) {
+	t.Parallel()
+	p := versionPass()
+	p.view.Statuses = map[uint64]etcdclient.Status{1: {ID: 1, Version: "3.6.16"}}
+	p.members[1].Status.Version = "3.6.16"
+	p.cluster.Status.Observed.Version = "3.6.16"
+	p.cluster.Spec.Version = "3.7.3"
+	p.cluster.Status.MinorSince = &etcdv1alpha2.MinorSince{Minor: "3.6", RaftIndex: 500}
+	const want = "version 3.7.3 must wait until every member has taken a raft snapshot under 3.6, or a member may replay entries 3.5 wrote, which 3.7 cannot read: " +
+		"every member must apply raft index 11501, 11001 entries beyond index 500 where every member first ran 3.6; keep 3.6.16 until then (write to the cluster, or lower options.snapshotCount, to get there sooner)"
+	if got := p.versionRejection(); got != want {
+		t.Errorf("versionRejection before the snapshot:\n got  %q\n want %q", got, want)
+	}
+	p.cluster.Status.MinorSince.Snapshotted = true
+	if got := p.versionRejection(); got != "" {
+		t.Errorf("versionRejection after the snapshot = %q, want allowed", got)
+	}
+	// A record of an older minor says nothing about 3.6: refused, waiting to hear from every member.
+	p.cluster.Status.MinorSince = &etcdv1alpha2.MinorSince{Minor: "3.5", Snapshotted: true}
+	if got := p.versionRejection(); !strings.Contains(got, "not yet heard from every member running 3.6") {
+		t.Errorf("versionRejection with a 3.5 record = %q", got)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -150,9 +151,16 @@ func patchSpec(f *framework.Test, name string, mutate func(*etcdv1alpha2.EtcdClu
 // same member IDs, every Pod replaced once, one at a time, converged with 3 updated members.
 func roll(f *framework.Test, name, prefix, what string, before map[string]string, mutate func(*etcdv1alpha2.EtcdClusterSpec)) {
 	f.T.Helper()
+	awaitRoll(f, name, prefix, what, before, func() { patchSpec(f, name, mutate) })
+}
+
+// awaitRoll runs trigger, which makes the operator roll a converged 3-member cluster, and waits
+// for the roll as roll does.
+func awaitRoll(f *framework.Test, name, prefix, what string, before map[string]string, trigger func()) {
+	f.T.Helper()
 	s := sampleRoll(f, name)
 	start := time.Now()
-	patchSpec(f, name, mutate)
+	trigger()
 	ec := waitConverged(f, name, 3, rollTimeout)
 	f.Record(prefix+"-total", since(start), what+": spec patched → converged, every member on the new template")
 	s.record(f, prefix, what)
@@ -211,15 +219,19 @@ func TestRollingUpgradeMinorVersions(t *testing.T) {
 
 	for _, v := range []string{"3.6.16", "3.7.3"} {
 		minor := v[:strings.LastIndex(v, ".")]
+		what := "etcd upgrade to " + v + " on 3 PVC members"
 		if v == "3.7.3" {
 			// etcd 3.7 cannot parse the v2 entries 3.5 wrote to the raft log: a member that
 			// replays such entries from its WAL panics ("unmarshal should never fail") and never
-			// starts (docs/e2e-lifecycle.md, finding 9). Each member must first take a snapshot
-			// under 3.6, after which it replays only newer entries: 3.6 does so every 10,000
-			// entries (its default --snapshot-count). A cluster in service gets there by itself.
-			fillLog(f, name, 10_500)
+			// starts (docs/e2e-lifecycle.md, finding 9). The operator holds the step until every
+			// member has applied a snapshot interval (10,000 entries on 3.6, plus a margin)
+			// beyond the index where every member first ran 3.6, then adopts it by itself.
+			patchSpec(f, name, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Version = v })
+			requireVersionHeld(f, name, "must wait until every member has taken a raft snapshot under 3.6", "3.6.16")
+			awaitRoll(f, name, "roll-"+minor, what, before, func() { fillLog(f, name, 11_500) })
+		} else {
+			roll(f, name, "roll-"+minor, what, before, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Version = v })
 		}
-		roll(f, name, "roll-"+minor, "etcd upgrade to "+v+" on 3 PVC members", before, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Version = v })
 		err := f.Poll("runningVersion "+v, time.Minute, func(ctx context.Context) (bool, string, error) {
 			ec, err := getCluster(ctx, f, name)
 			if err != nil {
@@ -240,6 +252,36 @@ func TestRollingUpgradeMinorVersions(t *testing.T) {
 	obs.check(f, clusterID)
 	requireHealed(f, name, 3, clusterID)
 	load.verify(f, "etcd 3.5 → 3.6 → 3.7 rolled across 3 PVC members")
+}
+
+// requireVersionHeld waits for the operator to refuse the cluster's spec.version with
+// Progressing=False/VersionChangeRejected and a message containing rule, and checks that the
+// refusal latched nothing: the latched version is still latched.
+func requireVersionHeld(f *framework.Test, name, rule, latched string) {
+	f.T.Helper()
+	err := f.Poll("spec.version refused", time.Minute, func(ctx context.Context) (bool, string, error) {
+		ec, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		c := meta.FindStatusCondition(ec.Status.Conditions, etcdv1alpha2.ConditionProgressing)
+		if c == nil {
+			return false, "no Progressing condition", nil
+		}
+		return c.Status == metav1.ConditionFalse && c.Reason == "VersionChangeRejected" && strings.Contains(c.Message, rule),
+			fmt.Sprintf("Progressing=%s/%s %q", c.Status, c.Reason, c.Message), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	ec, err := getCluster(f.Ctx, f, name)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	if ec.Status.Observed == nil || ec.Status.Observed.Version != latched {
+		f.T.Fatalf("the refused version was latched: observed %+v", ec.Status.Observed)
+	}
+	f.T.Logf("refused as expected: %s", meta.FindStatusCondition(ec.Status.Conditions, etcdv1alpha2.ConditionProgressing).Message)
 }
 
 // requireRunningTemplate checks every member Pod of the cluster with check.
@@ -267,9 +309,19 @@ func fillLog(f *framework.Test, name string, n int) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				ctx, cancel := context.WithTimeout(f.Ctx, 10*time.Second)
-				_, err := c.Put(ctx, fmt.Sprintf("fill/%06d", i), "x")
-				cancel()
+				// The roll this fill unlocks may start while it still writes: a put that
+				// meets a member stopping is tried again (these keys are outside the checked
+				// history, so a duplicate does no harm).
+				var err error
+				for range 5 {
+					ctx, cancel := context.WithTimeout(f.Ctx, 10*time.Second)
+					_, err = c.Put(ctx, fmt.Sprintf("fill/%06d", i), "x")
+					cancel()
+					if err == nil || f.Ctx.Err() != nil {
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
 				if err != nil {
 					errs <- err
 					return

@@ -30,6 +30,7 @@ type fakeEtcd struct {
 	maxLearn int // most learners ever listed at once
 	alarms   []etcdclient.Alarm
 	version  string // what Status reports; fakeVersion when empty
+	index    uint64 // the raft index (committed and applied) Status reports; 10 when lower
 }
 
 type fakeMember struct {
@@ -294,7 +295,8 @@ func (f *fakeEtcd) Status(_ context.Context, endpoint string) (etcdclient.Status
 			if v == "" {
 				v = fakeVersion
 			}
-			return etcdclient.Status{Endpoint: endpoint, ID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner, RaftAppliedIndex: 10}, nil
+			return etcdclient.Status{Endpoint: endpoint, ID: m.ID, Leader: f.leader, Version: v, IsLearner: m.IsLearner,
+				RaftIndex: max(f.index, 10), RaftAppliedIndex: max(f.index, 10)}, nil
 		}
 	}
 	return etcdclient.Status{}, failf("Status", etcdclient.ErrUnavailable)

@@ -58,10 +58,39 @@ func TestVersionSkipRefused(t *testing.T) {
 	}
 	eventually(t, convergeTimeout, "one Warning", w.eventsOnce("skip", "VersionChangeRejected"))
 
-	// The members reach 3.6.16 (what the roll will do): 3.7.3 no longer skips anything.
+	// The members reach 3.6.16 (what the roll will do): 3.7.3 no longer skips anything, but
+	// a member may still replay entries 3.5 wrote until it snapshots under 3.6 (finding 9).
 	w.fakeRunning("skip", "3.6.16")
 	w.touch("skip")
+	eventually(t, convergeTimeout, "3.7.3 waits for the snapshot", w.versionRefused("skip",
+		"version 3.7.3 must wait until every member has taken a raft snapshot under 3.6, or a member may replay entries 3.5 wrote, which 3.7 cannot read: "+
+			"every member must apply raft index 11011, 11001 entries beyond index 10 where every member first ran 3.6; "+
+			"keep 3.6.16 until then (write to the cluster, or lower options.snapshotCount, to get there sooner)"))
+	if ms := w.cluster("skip").Status.MinorSince; ms == nil || ms.Minor != "3.6" || ms.RaftIndex != 10 || ms.Snapshotted {
+		t.Errorf("minorSince = %+v, want 3.6 from index 10, not snapshotted", ms)
+	}
+	// The member applies past the snapshot interval: 3.7.3 is adopted.
+	w.fakeIndex("skip", 11_011)
+	w.touch("skip")
 	eventually(t, convergeTimeout, "3.7.3 adopted", w.versionAdopted("skip", "3.7.3"))
+	if ms := w.cluster("skip").Status.MinorSince; ms == nil || !ms.Snapshotted {
+		t.Errorf("minorSince = %+v, want snapshotted", ms)
+	}
+}
+
+// TestNewClusterMayStepMinorAtOnce: a cluster the operator formed on 3.6 holds no entry 3.5
+// wrote, so 3.7 is adopted without waiting for a snapshot.
+func TestNewClusterMayStepMinorAtOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newClusterAt("fresh", "3.6.16")
+	eventually(t, convergeTimeout, "1 member", w.converged("fresh", 1))
+	if ms := w.cluster("fresh").Status.MinorSince; ms == nil || ms.Minor != "3.6" || ms.RaftIndex != 0 || !ms.Snapshotted {
+		t.Errorf("minorSince = %+v, want 3.6 from the start, snapshotted", ms)
+	}
+	w.setVersion("fresh", "3.7.3")
+	eventually(t, convergeTimeout, "3.7.3 adopted", w.versionAdopted("fresh", "3.7.3"))
 }
 
 // TestVersionDowngradeRefusedThenFixedSpecAdopted: members run 3.6.16 under a 3.5.35 spec; a
@@ -108,6 +137,14 @@ func (w *world) fakeRunning(name, v string) {
 	f := w.fake(name)
 	f.mu.Lock()
 	f.version = v
+	f.mu.Unlock()
+}
+
+// fakeIndex makes cluster name's fake etcd members report raft index i, committed and applied.
+func (w *world) fakeIndex(name string, i uint64) {
+	f := w.fake(name)
+	f.mu.Lock()
+	f.index = i
 	f.mu.Unlock()
 }
 
