@@ -151,18 +151,18 @@ func patchSpec(f *framework.Test, name string, mutate func(*etcdv1alpha2.EtcdClu
 // same member IDs, every Pod replaced once, one at a time, converged with 3 updated members.
 func roll(f *framework.Test, name, prefix, what string, before map[string]string, mutate func(*etcdv1alpha2.EtcdClusterSpec)) {
 	f.T.Helper()
-	awaitRoll(f, name, prefix, what, before, func() { patchSpec(f, name, mutate) })
+	awaitRoll(f, name, prefix, what, "spec patched", before, func() { patchSpec(f, name, mutate) })
 }
 
 // awaitRoll runs trigger, which makes the operator roll a converged 3-member cluster, and waits
-// for the roll as roll does.
-func awaitRoll(f *framework.Test, name, prefix, what string, before map[string]string, trigger func()) {
+// for the roll as roll does; cause names what trigger does, for the timing report.
+func awaitRoll(f *framework.Test, name, prefix, what, cause string, before map[string]string, trigger func()) {
 	f.T.Helper()
 	s := sampleRoll(f, name)
 	start := time.Now()
 	trigger()
 	ec := waitConverged(f, name, 3, rollTimeout)
-	f.Record(prefix+"-total", since(start), what+": spec patched → converged, every member on the new template")
+	f.Record(prefix+"-total", since(start), what+": "+cause+" → converged, every member on the new template")
 	s.record(f, prefix, what)
 	if ec.Status.UpdatedMembers != 3 {
 		f.T.Errorf("%s: updatedMembers %d, want 3", what, ec.Status.UpdatedMembers)
@@ -228,7 +228,7 @@ func TestRollingUpgradeMinorVersions(t *testing.T) {
 			// beyond the index where every member first ran 3.6, then adopts it by itself.
 			patchSpec(f, name, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Version = v })
 			requireVersionHeld(f, name, "must wait until every member has taken a raft snapshot under 3.6", "3.6.16")
-			awaitRoll(f, name, "roll-"+minor, what, before, func() { fillLog(f, name, 11_500) })
+			awaitRoll(f, name, "roll-"+minor, what, "11,500 writes started (the step waits for them)", before, func() { fillLog(f, name, 11_500) })
 		} else {
 			roll(f, name, "roll-"+minor, what, before, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Version = v })
 		}
