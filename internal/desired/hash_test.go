@@ -79,7 +79,7 @@ func hashMember() *etcdv1alpha2.EtcdMember {
 
 var (
 	hashImages = MemberImages("", "3.6.5", testGuardImage)
-	hashCAs   = CADigests{Client: "sha256:aaaa", Peer: "sha256:bbbb"}
+	hashCAs    = CADigests{Client: "sha256:aaaa", Peer: "sha256:bbbb"}
 )
 
 func TestTemplateHashShape(t *testing.T) {
