@@ -50,7 +50,7 @@ func (r *runtimeFaults) onEveryNode(ctx context.Context, what string, notFoundOK
 	for _, n := range nodes.Items {
 		sock := filepath.Join(r.stateDir, "nodes", n.Name, "containerd.sock")
 		out, err := exec.CommandContext(ctx, "ctr", args(sock)...).CombinedOutput()
-		if err != nil && !(notFoundOK && strings.Contains(string(out), "not found")) {
+		if err != nil && (!notFoundOK || !strings.Contains(string(out), "not found")) {
 			return fmt.Errorf("%s on node %s: %w: %s", what, n.Name, err, strings.TrimSpace(string(out)))
 		}
 	}

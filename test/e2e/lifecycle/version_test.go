@@ -81,7 +81,7 @@ func TestVersionChangeRefused(t *testing.T) {
 	// The controller's check. Pause first: with no member running, a version step rolls
 	// nothing, so the test needs no roll and no 3.5 data (docs/e2e-lifecycle.md, finding 9).
 	setReplicas(f, name, 0)
-	ec = waitCondition(f, name, etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse, membership.ReasonPaused, scaleTimeout)
+	waitCondition(f, name, etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse, membership.ReasonPaused, scaleTimeout)
 	dormant := dormantMember(f, name)
 	patchSpec(f, name, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Version = "3.7.3" })
 	err = f.Poll("3.7.3 adopted or refused while paused", refusalTimeout, func(ctx context.Context) (bool, string, error) {
