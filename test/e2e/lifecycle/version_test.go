@@ -168,15 +168,21 @@ func trySpec(f *framework.Test, name string, mutate func(*etcdv1alpha2.EtcdClust
 	return kc(f).Patch(f.Ctx, ec, client.MergeFrom(before))
 }
 
-// dormantMember returns the paused cluster's only EtcdMember, which must be dormant.
+// dormantMember waits until the paused cluster's only EtcdMember is its dormant one (the
+// members removed by the pause may still be finalising) and returns it.
 func dormantMember(f *framework.Test, name string) etcdv1alpha2.EtcdMember {
 	f.T.Helper()
-	ms, err := listMembers(f.Ctx, f, name)
+	var ms []etcdv1alpha2.EtcdMember
+	err := f.Poll("one dormant EtcdMember", refusalTimeout, func(ctx context.Context) (bool, string, error) {
+		var err error
+		ms, err = listMembers(ctx, f, name)
+		if err != nil {
+			return false, errState(ctx, err), nil
+		}
+		return len(ms) == 1 && ms[0].Spec.Dormant, fmt.Sprintf("%d EtcdMembers", len(ms)), nil
+	})
 	if err != nil {
 		f.T.Fatal(err)
-	}
-	if len(ms) != 1 || !ms[0].Spec.Dormant {
-		f.T.Fatalf("paused cluster has %d EtcdMembers, want one dormant", len(ms))
 	}
 	return ms[0]
 }
