@@ -34,7 +34,13 @@ var guardVolumeSize = resource.MustParse("32Mi")
 // the operator knows the guard's image. A Memory member's data lives exactly as long as its Pod,
 // so the guard could never see it lost; its lost Pods are replaced instead (behaviour.md §9).
 func Guarded(member *etcdv1alpha2.EtcdMember, in Inputs) bool {
-	return in.GuardImage != "" && member.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory
+	return guardedSpec(&member.Spec, in.GuardImage)
+}
+
+// guardedSpec is Guarded for a member template; the template hash uses it too, so that the
+// guard image enters exactly the hashes of the Pods that run the guard.
+func guardedSpec(spec *etcdv1alpha2.EtcdMemberSpec, guardImage string) bool {
+	return guardImage != "" && spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory
 }
 
 // DataExpected reports whether the member has run with its data dir before, as far as the

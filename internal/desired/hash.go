@@ -23,6 +23,24 @@ type CADigests struct {
 	Peer string
 }
 
+// Images are the images a member's Pod is built from: etcd's and the operator's own, which holds
+// the data-dir guard of PVC members (Inputs.GuardImage). Both are the "effective image" of the
+// template hash: a new guard reaches running PVC members only through a restart, so an operator
+// image change rolls them like any other template change, gated one member at a time.
+type Images struct {
+	// Etcd is the etcd image reference, from Image.
+	Etcd string
+	// Guard is the operator image whose guard PVC members run under; empty when the operator
+	// has none (it runs outside a Pod), and then it leaves the hash as it was without a guard.
+	Guard string
+}
+
+// MemberImages are the images a member of the given etcd version is built from by an operator
+// with the given --etcd-image-repository and guard image.
+func MemberImages(repository, version, guard string) Images {
+	return Images{Etcd: Image(repository, version), Guard: guard}
+}
+
 // templateGeneration is bumped only when a release changes how members are rendered in a way
 // that must reach running members (a new flag, a new probe). Everything else in a new release
 // leaves running members alone.
@@ -33,7 +51,7 @@ const templateGeneration = 1
 const hashLength = 10
 
 // TemplateHash digests exactly the restart-relevant part of a member template (behaviour.md §12):
-// the image and version, effective resources, effective etcd options (including the default
+// the etcd image and version, for PVC members the guard image, effective resources, effective etcd options (including the default
 // quota), effective affinity (including the default anti-affinity), topology spread constraints,
 // node selector, tolerations, priority class, the effective Pod security context, the storage
 // medium and, for Memory members, the tmpfs size, the TLS Secret references and modes, the CA
@@ -49,10 +67,14 @@ const hashLength = 10
 // explicit 65532 user) does not restart anyone; and values are serialised canonically (JSON with
 // sorted map keys, canonical quantities), so map order and API round trips never change the
 // result.
-func TemplateHash(spec *etcdv1alpha2.EtcdMemberSpec, image string, ca CADigests) string {
+//
+// The guard image counts only for members that run the guard (Guarded): a Memory member's Pod
+// does not change with it, so an operator upgrade must not restart it. It is omitted when empty,
+// so an operator without a guard computes the hashes it computed before the guard existed.
+func TemplateHash(spec *etcdv1alpha2.EtcdMemberSpec, images Images, ca CADigests) string {
 	in := hashInput{
 		Generation:                templateGeneration,
-		Image:                     image,
+		Image:                     images.Etcd,
 		Version:                   spec.Version,
 		Medium:                    spec.Storage.Medium,
 		Resources:                 EffectiveResources(spec.Resources),
@@ -67,6 +89,9 @@ func TemplateHash(spec *etcdv1alpha2.EtcdMemberSpec, image string, ca CADigests)
 	}
 	if spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory {
 		in.MemorySize = canonicalQuantity(StorageSize(spec.Storage))
+	}
+	if guardedSpec(spec, images.Guard) {
+		in.GuardImage = images.Guard
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -83,6 +108,7 @@ func TemplateHash(spec *etcdv1alpha2.EtcdMemberSpec, image string, ca CADigests)
 type hashInput struct {
 	Generation                int                               `json:"generation"`
 	Image                     string                            `json:"image"`
+	GuardImage                string                            `json:"guardImage,omitempty"`
 	Version                   string                            `json:"version"`
 	Medium                    etcdv1alpha2.StorageMedium        `json:"medium,omitempty"`
 	MemorySize                string                            `json:"memorySize,omitempty"`

@@ -78,13 +78,13 @@ func hashMember() *etcdv1alpha2.EtcdMember {
 }
 
 var (
-	hashImage = Image("", "3.6.5")
-	hashCAs   = CADigests{Client: "sha256:aaaa", Peer: "sha256:bbbb"}
+	hashImages = MemberImages("", "3.6.5", testGuardImage)
+	hashCAs    = CADigests{Client: "sha256:aaaa", Peer: "sha256:bbbb"}
 )
 
 func TestTemplateHashShape(t *testing.T) {
 	t.Parallel()
-	h := TemplateHash(&hashMember().Spec, hashImage, hashCAs)
+	h := TemplateHash(&hashMember().Spec, hashImages, hashCAs)
 	if !regexp.MustCompile(`^[0-9a-f]{20}$`).MatchString(h) {
 		t.Errorf("TemplateHash = %q, want 20 lowercase hex digits", h)
 	}
@@ -97,11 +97,13 @@ func TestTemplateHashChangesWithEveryRestartRelevantField(t *testing.T) {
 	tests := []struct {
 		name  string
 		mut   func(*etcdv1alpha2.EtcdMember)
-		image string
+		image *Images
 		ca    *CADigests
 	}{
 		{name: "version", mut: func(m *etcdv1alpha2.EtcdMember) { m.Spec.Version = "3.6.6" }},
-		{name: "image repository", image: Image("registry.local/etcd", "3.6.5")},
+		{name: "image repository", image: &Images{Etcd: Image("registry.local/etcd", "3.6.5"), Guard: testGuardImage}},
+		{name: "guard image", image: &Images{Etcd: hashImages.Etcd, Guard: "registry.example/etcd-operator:v2"}},
+		{name: "no guard image", image: &Images{Etcd: hashImages.Etcd}},
 		{name: "CPU request", mut: func(m *etcdv1alpha2.EtcdMember) {
 			m.Spec.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("300m")
 		}},
@@ -151,16 +153,16 @@ func TestTemplateHashChangesWithEveryRestartRelevantField(t *testing.T) {
 		{name: "client CA digest", ca: &CADigests{Client: "sha256:cccc", Peer: hashCAs.Peer}},
 		{name: "peer CA digest", ca: &CADigests{Client: hashCAs.Client, Peer: "sha256:cccc"}},
 	}
-	base := TemplateHash(&hashMember().Spec, hashImage, hashCAs)
+	base := TemplateHash(&hashMember().Spec, hashImages, hashCAs)
 	seen := map[string]string{base: "base"}
 	for _, tc := range tests {
 		m := hashMember()
 		if tc.mut != nil {
 			tc.mut(m)
 		}
-		image, ca := hashImage, hashCAs
-		if tc.image != "" {
-			image = tc.image
+		image, ca := hashImages, hashCAs
+		if tc.image != nil {
+			image = *tc.image
 		}
 		if tc.ca != nil {
 			ca = *tc.ca
@@ -180,10 +182,49 @@ func TestTemplateHashMemorySize(t *testing.T) {
 	m := newMember(func(m *etcdv1alpha2.EtcdMember) {
 		m.Spec.Storage = storageSpec("8Gi", etcdv1alpha2.StorageMediumMemory)
 	})
-	before := TemplateHash(&m.Spec, hashImage, CADigests{})
+	before := TemplateHash(&m.Spec, hashImages, CADigests{})
 	setSize(&m.Spec.Storage, "16Gi")
-	if after := TemplateHash(&m.Spec, hashImage, CADigests{}); after == before {
+	if after := TemplateHash(&m.Spec, hashImages, CADigests{}); after == before {
 		t.Error("a Memory member's size changed but its hash did not")
+	}
+}
+
+// TestTemplateHashGuardImage: the guard image restarts exactly the members that run the guard.
+// A PVC member's hash follows it, so an operator image change rolls PVC members (and gives the
+// guard to those built before it existed); a Memory member's Pod has no guard, so its hash
+// ignores it; and without a guard image the hash is the one computed before the guard entered
+// the hash (golden values from that release), so such an operator restarts nobody.
+func TestTemplateHashGuardImage(t *testing.T) {
+	t.Parallel()
+	pvc := hashMember()
+	memory := hashMember()
+	memory.Spec.Storage = storageSpec("1Gi", etcdv1alpha2.StorageMediumMemory)
+	etcd := Image("", "3.6.5")
+	hash := func(m *etcdv1alpha2.EtcdMember, guard string) string {
+		return TemplateHash(&m.Spec, Images{Etcd: etcd, Guard: guard}, hashCAs)
+	}
+	const v1, v2 = "registry.example/etcd-operator:v1", "registry.example/etcd-operator:v2"
+
+	if hash(pvc, v1) == hash(pvc, v2) {
+		t.Error("PVC member: a new guard image left the hash unchanged; an operator upgrade would not reach running members")
+	}
+	if hash(pvc, v1) == hash(pvc, "") {
+		t.Error("PVC member: adding the guard left the hash unchanged; members built before the guard would never get it")
+	}
+	if a, b, c := hash(memory, v1), hash(memory, v2), hash(memory, ""); a != b || a != c {
+		t.Errorf("Memory member: hashes %s, %s, %s for two guard images and none; its Pod has no guard and must not restart", a, b, c)
+	}
+	for _, tc := range []struct {
+		name   string
+		member *etcdv1alpha2.EtcdMember
+		want   string
+	}{
+		{"PVC member", pvc, "d0e4f00a038b471ffb1c"},
+		{"Memory member", memory, "f15cd8742537e4630b48"},
+	} {
+		if got := hash(tc.member, ""); got != tc.want {
+			t.Errorf("%s without a guard image: hash %s, want %s as before the guard was hashed", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -239,9 +280,9 @@ func TestTemplateHashIgnoresInPlaceFields(t *testing.T) {
 			if tc.prep != nil {
 				tc.prep(m)
 			}
-			before := TemplateHash(&m.Spec, hashImage, hashCAs)
+			before := TemplateHash(&m.Spec, hashImages, hashCAs)
 			tc.mut(m)
-			if after := TemplateHash(&m.Spec, hashImage, hashCAs); after != before {
+			if after := TemplateHash(&m.Spec, hashImages, hashCAs); after != before {
 				t.Errorf("hash changed from %s to %s", before, after)
 			}
 		})
@@ -265,15 +306,15 @@ func TestTemplateHashEffectiveValues(t *testing.T) {
 		}
 		m.Spec.Storage = storageSpec("1024Mi", "")
 	})
-	if a, b := TemplateHash(&implicit.Spec, hashImage, CADigests{}), TemplateHash(&explicit.Spec, hashImage, CADigests{}); a != b {
+	if a, b := TemplateHash(&implicit.Spec, hashImages, CADigests{}), TemplateHash(&explicit.Spec, hashImages, CADigests{}); a != b {
 		t.Errorf("implicit defaults hash %s, explicit defaults hash %s", a, b)
 	}
 
 	// Growing a PVC whose default quota is already capped at 2 GiB changes nothing in the Pod.
 	big := newMember(func(m *etcdv1alpha2.EtcdMember) { m.Spec.Storage = storageSpec("10Gi", "") })
-	before := TemplateHash(&big.Spec, hashImage, CADigests{})
+	before := TemplateHash(&big.Spec, hashImages, CADigests{})
 	setSize(&big.Spec.Storage, "20Gi")
-	if after := TemplateHash(&big.Spec, hashImage, CADigests{}); after != before {
+	if after := TemplateHash(&big.Spec, hashImages, CADigests{}); after != before {
 		t.Error("growing a PVC past 4Gi changed the hash although the quota stays at 2GiB")
 	}
 }
@@ -283,10 +324,10 @@ func TestTemplateHashEffectiveValues(t *testing.T) {
 func TestTemplateHashStable(t *testing.T) {
 	t.Parallel()
 	m := hashMember()
-	want := TemplateHash(&m.Spec, hashImage, hashCAs)
+	want := TemplateHash(&m.Spec, hashImages, hashCAs)
 
 	for range 20 {
-		if got := TemplateHash(&m.Spec, hashImage, hashCAs); got != want {
+		if got := TemplateHash(&m.Spec, hashImages, hashCAs); got != want {
 			t.Fatalf("hash not deterministic: %s then %s", want, got)
 		}
 	}
@@ -299,7 +340,7 @@ func TestTemplateHashStable(t *testing.T) {
 	reordered.Spec.Resources.Requests = corev1.ResourceList{}
 	reordered.Spec.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi")
 	reordered.Spec.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
-	if got := TemplateHash(&reordered.Spec, hashImage, hashCAs); got != want {
+	if got := TemplateHash(&reordered.Spec, hashImages, hashCAs); got != want {
 		t.Errorf("map insertion order changed the hash: %s vs %s", got, want)
 	}
 
@@ -312,7 +353,7 @@ func TestTemplateHashStable(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	if got := TemplateHash(&back.Spec, hashImage, hashCAs); got != want {
+	if got := TemplateHash(&back.Spec, hashImages, hashCAs); got != want {
 		t.Errorf("JSON round trip changed the hash: %s vs %s", got, want)
 	}
 
@@ -338,7 +379,7 @@ func TestTemplateHashStable(t *testing.T) {
 	if err := json.Unmarshal([]byte(typed), &fromYAMLish); err != nil {
 		t.Fatal(err)
 	}
-	if got := TemplateHash(&fromYAMLish.Spec, hashImage, hashCAs); got != want {
+	if got := TemplateHash(&fromYAMLish.Spec, hashImages, hashCAs); got != want {
 		t.Errorf("field order or quantity spelling changed the hash: %s vs %s", got, want)
 	}
 }
@@ -350,7 +391,7 @@ func TestPodCarriesTemplateHash(t *testing.T) {
 	m := hashMember()
 	in := Inputs{ImageRepository: "registry.local/etcd", CADigests: hashCAs, State: ClusterStateNew}
 	p := Pod(m, in)
-	want := TemplateHash(&m.Spec, Image("registry.local/etcd", m.Spec.Version), hashCAs)
+	want := TemplateHash(&m.Spec, MemberImages("registry.local/etcd", m.Spec.Version, ""), hashCAs)
 	if got := p.Annotations[etcdv1alpha2.AnnotationTemplateHash]; got != want {
 		t.Errorf("Pod template-hash = %q, want %q", got, want)
 	}

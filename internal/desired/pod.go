@@ -56,7 +56,7 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 	image := Image(in.ImageRepository, spec.Version)
 
 	annotations := map[string]string{
-		etcdv1alpha2.AnnotationTemplateHash: TemplateHash(spec, image, in.CADigests),
+		etcdv1alpha2.AnnotationTemplateHash: TemplateHash(spec, Images{Etcd: image, Guard: in.GuardImage}, in.CADigests),
 	}
 
 	pod := &corev1.Pod{
@@ -96,9 +96,9 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		},
 	}
 	if Guarded(member, in) {
-		// Not part of the template hash: the guard changes nothing about etcd, and an
-		// operator upgrade must not restart every member for it. Pods built before get it
-		// when they are next recreated.
+		// The guard image is part of the template hash (TemplateHash), so a new operator
+		// image reaches running PVC members, and members built before the guard existed get
+		// it, through a gated roll rather than whenever their Pods happen to be recreated.
 		pod.Spec.InitContainers = []corev1.Container{guardInitContainer(in.GuardImage)}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolume())
 		etcd := &pod.Spec.Containers[0]

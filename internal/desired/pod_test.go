@@ -34,7 +34,7 @@ func TestPodGolden(t *testing.T) {
 				"etcd-operator.cozystack.io/role":    "voter",
 			},
 			Annotations: map[string]string{
-				"etcd-operator.cozystack.io/template-hash": TemplateHash(&m.Spec, "quay.io/coreos/etcd:v3.6.5", CADigests{}),
+				"etcd-operator.cozystack.io/template-hash": TemplateHash(&m.Spec, Images{Etcd: "quay.io/coreos/etcd:v3.6.5"}, CADigests{}),
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         "etcd-operator.cozystack.io/v1alpha2",
@@ -357,7 +357,7 @@ func TestPodMetadata(t *testing.T) {
 	}
 	wantAnnotations := map[string]string{
 		"backup":                            "daily",
-		etcdv1alpha2.AnnotationTemplateHash: TemplateHash(&m.Spec, Image("", m.Spec.Version), CADigests{}),
+		etcdv1alpha2.AnnotationTemplateHash: TemplateHash(&m.Spec, MemberImages("", m.Spec.Version, ""), CADigests{}),
 	}
 	if diff := cmp.Diff(wantAnnotations, p.Annotations); diff != "" {
 		t.Errorf("annotations mismatch (-want +got):\n%s", diff)

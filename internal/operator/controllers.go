@@ -34,6 +34,7 @@ func controllers(opts Options) []controllerSetup {
 				etcdcluster.WithOrphanMemberGrace(opts.OrphanMemberGrace),
 				etcdcluster.WithEtcdViews(views),
 				etcdcluster.WithImageRepository(opts.EtcdImageRepository),
+				etcdcluster.WithGuardImage(opts.DataGuardImage),
 			).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error {

@@ -74,6 +74,10 @@ type Reconciler struct {
 	// enters the template hash the controller authorises, so it must be the member
 	// controller's.
 	imageRepository string
+	// guardImage is the image holding the data-dir guard of PVC members
+	// (--data-guard-image); it enters their template hash, so it must be the member
+	// controller's too.
+	guardImage string
 
 	mu sync.Mutex
 	// firstSeen is when each cluster's etcd member IDs were first observed (orphan grace).
@@ -112,6 +116,11 @@ func WithCertManagerProbe(p CertManagerProbe) Option {
 // WithImageRepository sets the etcd image repository the template hash is computed with; empty
 // means desired.DefaultImageRepository. It must match the EtcdMember controller's.
 func WithImageRepository(repo string) Option { return func(r *Reconciler) { r.imageRepository = repo } }
+
+// WithGuardImage sets the data-dir guard image the template hash of PVC members is computed
+// with; empty means none. It must match the EtcdMember controller's, or every PVC member would
+// be authorised a hash its Pod never carries.
+func WithGuardImage(image string) Option { return func(r *Reconciler) { r.guardImage = image } }
 
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {

@@ -23,13 +23,13 @@ const (
 )
 
 // templateHash is the hash of member template spec as the member controller renders its Pod:
-// the same function over the same image. Empty for a member with TLS: its hash includes the
+// the same function over the same images (etcd's, and the guard's for PVC members). Empty for a member with TLS: its hash includes the
 // digests of CA bundles this controller does not read yet, and TLS clusters are not rolled.
 func (p *pass) templateHash(spec *etcdv1alpha2.EtcdMemberSpec) string {
 	if spec.TLS != nil {
 		return ""
 	}
-	return desired.TemplateHash(spec, desired.Image(p.r.imageRepository, spec.Version), desired.CADigests{})
+	return desired.TemplateHash(spec, desired.MemberImages(p.r.imageRepository, spec.Version, p.r.guardImage), desired.CADigests{})
 }
 
 // wantHash is the template hash of member m under the latched target; empty when unknown.

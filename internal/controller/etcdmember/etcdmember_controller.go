@@ -358,9 +358,10 @@ func (r *Reconciler) addFinalizer(ctx context.Context, sc *scope) error {
 	return nil
 }
 
-// image is the image this operator runs members of the given version with.
-func (r *Reconciler) image(version string) string {
-	return desired.Image(r.imageRepository, version)
+// images are the images this operator builds members of the given version from, as the
+// template hash sees them.
+func (r *Reconciler) images(version string) desired.Images {
+	return desired.MemberImages(r.imageRepository, version, r.guardImage)
 }
 
 // event records an action on the member and, when the parent is known, on the cluster too

@@ -59,7 +59,7 @@ func (r *Reconciler) templateRestart(ctx context.Context, sc *scope) (restartDec
 		sc.notes.restartHeld = "the restart waits for TLS Secret " + missing
 		return restartDecision{}, nil
 	}
-	d := decideRestart(m, pod, desired.TemplateHash(&m.Spec, r.image(m.Spec.Version), ca))
+	d := decideRestart(m, pod, desired.TemplateHash(&m.Spec, r.images(m.Spec.Version), ca))
 	if !d.restart {
 		sc.notes.restartHeld = d.why
 	}

@@ -284,7 +284,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) (time.Duration,
 	}
 	if in.pod != nil && sc.original.Annotations[etcdv1alpha2.AnnotationTemplateHash] == "" && in.notes.desiredHash == "" {
 		if ca, missing, err := r.caDigests(ctx, sc.original); err == nil && missing == "" {
-			in.notes.desiredHash = desired.TemplateHash(&sc.original.Spec, r.image(sc.original.Spec.Version), ca)
+			in.notes.desiredHash = desired.TemplateHash(&sc.original.Spec, r.images(sc.original.Spec.Version), ca)
 		}
 	}
 	now := r.clock.Now()

@@ -236,12 +236,12 @@ func (w *world) memberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, po
 
 // podHash is the template hash the EtcdMember controller stamps on a Pod it builds for m: the
 // authorised one, which it checks a new Pod carries, or, without one, the hash of m's template
-// under the default image repository.
+// under the default image repository and no guard (these tests run the cluster controller without one).
 func podHash(m *etcdv1alpha2.EtcdMember) string {
 	if h := m.Annotations[etcdv1alpha2.AnnotationTemplateHash]; h != "" {
 		return h
 	}
-	return desired.TemplateHash(&m.Spec, desired.Image("", m.Spec.Version), desired.CADigests{})
+	return desired.TemplateHash(&m.Spec, desired.MemberImages("", m.Spec.Version, ""), desired.CADigests{})
 }
 
 // restartForTemplate is the EtcdMember controller's rolling-update rule, as the fake plays it:

@@ -120,7 +120,7 @@ func TestTLSMember(t *testing.T) {
 
 	pod := waitPod(t, m) // within secretWait of the Secrets appearing
 	m, _ = getMember(t.Context(), m)
-	wantHash := desired.TemplateHash(&m.Spec, imageRepository+":v3.6.5",
+	wantHash := desired.TemplateHash(&m.Spec, desired.MemberImages(imageRepository, "3.6.5", guardImage),
 		desired.CADigests{Client: desired.CADigest(server.caPEM), Peer: desired.CADigest(peer.caPEM)})
 	if got := pod.Annotations[etcdv1alpha2.AnnotationTemplateHash]; got != wantHash {
 		t.Errorf("template-hash = %q, want %q (with the CA digests)", got, wantHash)
