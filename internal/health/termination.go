@@ -88,6 +88,15 @@ var (
 	patDBInvalid = pattern("bbolt-invalid", ClassDataCorrupt,
 		"etcd cannot open its bbolt database (member/snap/db is corrupt)",
 		`failed to open database|invalid database|bbolt: .*(checksum error|version mismatch)|file size too small|/backend\.newBackend\(`)
+	// bbolt cannot map a database as large as --quota-backend-bytes asks (etcd maps the quota
+	// up front): etcd panics "failed to open database" as for a corrupt file, with the error
+	// "mmap too large". The data is fine and a new member with the same template would fail
+	// the same way, so it is a configuration error (seen with a quota above about 232 TiB, which
+	// the API accepts; e2e finding 11). It comes before patDBInvalid, which matches the same
+	// panic.
+	patDBMmapTooLarge = pattern("quota-too-large", ClassMisconfigured,
+		"etcd cannot map a database as large as its --quota-backend-bytes (options.quotaBackendBytes is too large)",
+		`mmap too large`)
 	// The WAL's records are CRC-chained; a damaged record fails replay with "wal: crc
 	// mismatch" or a decoding error (server/storage/wal/wal.go, ReadAll).
 	patWALCorrupt = pattern("wal-corrupt", ClassDataCorrupt,
@@ -197,7 +206,7 @@ var patternTables = map[string][]terminationPattern{
 
 func patternsWith(dbSnapshotMismatch terminationPattern) []terminationPattern {
 	return []terminationPattern{
-		patGuardRefused, patDBInvalid, patWALCorrupt, dbSnapshotMismatch, patInitialCorruptCheck,
+		patGuardRefused, patDBMmapTooLarge, patDBInvalid, patWALCorrupt, dbSnapshotMismatch, patInitialCorruptCheck,
 		patAlreadyBootstrapped, patRaftLogLost, patRemoved, patMembershipMismatch,
 		patClusterIDMismatch, patPeerURLMismatch, patPanic, patFatal,
 	}

@@ -278,6 +278,9 @@ func TestEtcdClusterSchemaRules(t *testing.T) {
 		{name: "negative quota", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
 			c.Spec.Options = &etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](-1)}
 		}), wantField: "spec.options.quotaBackendBytes", wantMsg: "greater than or equal to 0"},
+		{name: "quota beyond what etcd can map", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
+			c.Spec.Options = &etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](300 << 40)}
+		}), wantField: "spec.options.quotaBackendBytes", wantMsg: "less than or equal to 1099511627776"},
 		{name: "issuer kind unknown", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
 			c.Spec.TLS = &etcdv1alpha2.EtcdClusterTLS{Peer: &etcdv1alpha2.PeerTLS{
 				CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: etcdv1alpha2.IssuerReference{Name: "ca", Kind: "Vault"}},

@@ -108,6 +108,7 @@ var fixtureCases = []fixtureCase{
 	{name: "restart-after-removal", want: []health.FatalClass{health.ClassNone, health.ClassCrashed}, run: caseRestartAfterRemoval},
 	{name: "cluster-id-mismatch", want: all(health.ClassDataLost), run: caseClusterIDMismatch},
 	{name: "peer-url-mismatch", want: all(health.ClassMisconfigured), run: casePeerURLMismatch},
+	{name: "quota-too-large", want: all(health.ClassMisconfigured), run: caseQuotaTooLarge},
 }
 
 func all(c health.FatalClass) []health.FatalClass {
@@ -648,6 +649,17 @@ func casePeerURLMismatch(_ context.Context, t *testing.T, h *harness) *capture {
 	wrong := *ms[0]
 	wrong.peerURL = ms[1].peerURL
 	p := h.start(t, ms[0], h.args(ms[0], initialCluster([]*member{&wrong}), "fixture", "new"))
+	return h.waitExit(t, p, exitTimeout)
+}
+
+// caseQuotaTooLarge starts a member whose --quota-backend-bytes (300 TiB) is more than bbolt can
+// map: etcd panics "failed to open database" like for a corrupt file, but with "mmap too large",
+// a configuration error that a replacement would only repeat (e2e finding 11).
+func caseQuotaTooLarge(_ context.Context, t *testing.T, h *harness) *capture {
+	t.Helper()
+	ms := h.members(t, 1)
+	args := append(h.args(ms[0], initialCluster(ms), "fixture", "new"), "--quota-backend-bytes=329853488332800")
+	p := h.start(t, ms[0], args)
 	return h.waitExit(t, p, exitTimeout)
 }
 
