@@ -50,80 +50,31 @@ func TestPVCExpansion(t *testing.T) {
 	s := sampleRoll(f, name)
 
 	two := resource.MustParse("2Gi")
-	var mu sync.Mutex
-	grownAt := map[string]time.Time{} // member → first seen with a 2Gi capacity
-	stopPVCs := sampleEvery(f, 100*time.Millisecond, func(ctx context.Context) {
-		pvcs, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
-		if err != nil {
-			return
-		}
-		now := time.Now()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, p := range pvcs.Items {
-			m := p.Labels[etcdv1alpha2.LabelComponent]
-			if q := p.Status.Capacity[corev1.ResourceStorage]; q.Cmp(two) >= 0 && grownAt[m].IsZero() {
-				grownAt[m] = now
-			}
-		}
-	})
-	defer stopPVCs()
-
+	g := sampleGrowth(f, name, two)
 	start := time.Now()
 	patchSpec(f, name, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Storage.Size = ptr.To(two) })
-	err := f.Poll("every PVC reports 2Gi", expansionTimeout, func(context.Context) (bool, string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(grownAt) == 3, fmt.Sprintf("grown: %v", slices.Sorted(maps.Keys(grownAt))), nil
-	})
-	if err != nil {
+	if err := f.Poll("every PVC reports 2Gi", expansionTimeout, g.all(3)); err != nil {
 		f.T.Fatal(err)
 	}
 	f.Record("pvc-expansion-total", since(start), "storage.size 1Gi → 2Gi on 3 PVC members (local-expandable): spec patched → every PVC's status.capacity 2Gi")
 
 	ec = waitConverged(f, name, 3, rollTimeout)
 	f.Record("pvc-expansion-converged", since(start), "storage.size 1Gi → 2Gi: spec patched → converged, every member on the 2Gi template and its 1Gi default quota")
-	stopPVCs()
+	g.stop()
 	// The quota roll, and nothing else, restarted the members: each once, one at a time.
 	s.record(f, "pvc-expansion-roll", "default quota roll after PVC expansion")
-	s.mu.Lock()
-	mu.Lock()
-	for m, gone := range s.gone {
-		if grown := grownAt[m]; grown.IsZero() || gone.Before(grown) {
-			f.T.Errorf("member %s restarted at %s, before its PVC reported 2Gi (%s): expand first, roll after", m, gone.Format(time.RFC3339Nano), grown.Format(time.RFC3339Nano))
-		}
-	}
-	mu.Unlock()
-	s.mu.Unlock()
-
-	ms, err := listMembers(f.Ctx, f, name)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Spec.Storage.Size == nil || m.Spec.Storage.Size.Cmp(two) != 0 {
-			f.T.Errorf("member %s has spec.storage.size %v, want 2Gi", m.Name, m.Spec.Storage.Size)
-		}
-		pv, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).Get(f.Ctx, desired.PVCName(m.Name), metav1.GetOptions{})
-		if err != nil {
-			f.T.Fatal(err)
-		}
-		if len(pv.Status.Conditions) > 0 {
-			f.T.Errorf("PVC %s keeps resize conditions %v", pv.Name, pv.Status.Conditions)
-		}
-	}
+	g.requireExpandedFirst(f, s)
+	requireGrownMembers(f, name, two)
 	requireRunningTemplate(f, name, func(p *corev1.Pod) error {
 		for _, st := range p.Status.ContainerStatuses {
 			if st.RestartCount > 0 {
 				return fmt.Errorf("container %s restarted %d times since the quota roll", st.Name, st.RestartCount)
 			}
 		}
-		for _, a := range p.Spec.Containers[0].Args {
-			if a == "--quota-backend-bytes=1073741824" {
-				return nil
-			}
+		if !slices.Contains(p.Spec.Containers[0].Args, "--quota-backend-bytes=1073741824") {
+			return fmt.Errorf("does not run with the 1Gi default quota of a 2Gi volume: %v", p.Spec.Containers[0].Args)
 		}
-		return fmt.Errorf("does not run with the 1Gi default quota of a 2Gi volume: %v", p.Spec.Containers[0].Args)
+		return nil
 	})
 	if after := checkMembership(f, ec, 3); !maps.Equal(after, before) {
 		f.T.Errorf("members %v, were %v: storage growth replaced a member", after, before)
@@ -137,5 +88,81 @@ func TestPVCExpansion(t *testing.T) {
 	}
 	if n := len(expanded.Items); n != 3 {
 		f.T.Errorf("%d StorageExpanded Events, want one per PVC (3)", n)
+	}
+}
+
+// growthSampler lists a cluster's PVCs every 100 ms and notes when each member's PVC was first
+// seen reporting the size.
+type growthSampler struct {
+	mu      sync.Mutex
+	grownAt map[string]time.Time // member → first seen with the size
+	stop    func()
+}
+
+func sampleGrowth(f *framework.Test, name string, size resource.Quantity) *growthSampler {
+	g := &growthSampler{grownAt: map[string]time.Time{}}
+	g.stop = sampleEvery(f, 100*time.Millisecond, func(ctx context.Context) {
+		pvcs, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, p := range pvcs.Items {
+			m := p.Labels[etcdv1alpha2.LabelComponent]
+			if q := p.Status.Capacity[corev1.ResourceStorage]; q.Cmp(size) >= 0 && g.grownAt[m].IsZero() {
+				g.grownAt[m] = now
+			}
+		}
+	})
+	f.T.Cleanup(g.stop)
+	return g
+}
+
+// all is a Poll condition: n PVCs grown.
+func (g *growthSampler) all(n int) func(context.Context) (bool, string, error) {
+	return func(context.Context) (bool, string, error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.grownAt) == n, fmt.Sprintf("grown: %v", slices.Sorted(maps.Keys(g.grownAt))), nil
+	}
+}
+
+// requireExpandedFirst checks that every member the roll restarted was restarted after its own
+// PVC reported the size: expand first, roll after.
+func (g *growthSampler) requireExpandedFirst(f *framework.Test, s *rollSampler) {
+	f.T.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for m, gone := range s.gone {
+		if grown := g.grownAt[m]; grown.IsZero() || gone.Before(grown) {
+			f.T.Errorf("member %s restarted at %s, before its PVC reported the size (%s): expand first, roll after",
+				m, gone.Format(time.RFC3339Nano), grown.Format(time.RFC3339Nano))
+		}
+	}
+}
+
+// requireGrownMembers checks that every member carries spec.storage.size size and its PVC no
+// resize condition.
+func requireGrownMembers(f *framework.Test, name string, size resource.Quantity) {
+	f.T.Helper()
+	ms, err := listMembers(f.Ctx, f, name)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Spec.Storage.Size == nil || m.Spec.Storage.Size.Cmp(size) != 0 {
+			f.T.Errorf("member %s has spec.storage.size %v, want %s", m.Name, m.Spec.Storage.Size, size.String())
+		}
+		pvc, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).Get(f.Ctx, desired.PVCName(m.Name), metav1.GetOptions{})
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		if len(pvc.Status.Conditions) > 0 {
+			f.T.Errorf("PVC %s keeps resize conditions %v", pvc.Name, pvc.Status.Conditions)
+		}
 	}
 }

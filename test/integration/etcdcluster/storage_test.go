@@ -3,6 +3,7 @@ package etcdcluster_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,6 +114,71 @@ func (w *world) progressing(t *testing.T, name string, st metav1.ConditionStatus
 	return msg
 }
 
+// pvcsRequest checks that every PVC of the cluster asks for q.
+func (w *world) pvcsRequest(cluster string, q resource.Quantity) func() error {
+	return func() error {
+		pvcs, err := w.pvcs(context.Background(), cluster)
+		if err != nil {
+			return err
+		}
+		for _, p := range pvcs {
+			if got := p.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(q) != 0 {
+				return fmt.Errorf("PVC %s asks for %s: %w", p.Name, got.String(), errNotYet)
+			}
+		}
+		return nil
+	}
+}
+
+// resize plays the external resizer: every PVC of the cluster reports capacity q.
+func (w *world) resize(t *testing.T, cluster string, q resource.Quantity) {
+	t.Helper()
+	pvcs, err := w.pvcs(t.Context(), cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pvcs {
+		if err := setCapacity(t.Context(), &pvcs[i], q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// convergedOnSize checks that the 3-member cluster converged with every member's
+// spec.storage.size at q.
+func (w *world) convergedOnSize(cluster string, q resource.Quantity) func() error {
+	conv := w.converged(cluster, 3)
+	return func() error {
+		if err := conv(); err != nil {
+			return err
+		}
+		ms, err := w.members(context.Background(), cluster)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if m.Spec.Storage.Size.Cmp(q) != 0 {
+				return fmt.Errorf("member %s has spec.storage.size %s: %w", m.Name, m.Spec.Storage.Size, errNotYet)
+			}
+		}
+		return nil
+	}
+}
+
+// requireQuota checks that the Pod of each member runs with flag.
+func (w *world) requireQuota(t *testing.T, ms []etcdv1alpha2.EtcdMember, flag string) {
+	t.Helper()
+	for _, m := range ms {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: m.Name}, pod); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(pod.Spec.Containers[0].Args, flag) {
+			t.Errorf("Pod %s does not run with %s: %v", m.Name, flag, pod.Spec.Containers[0].Args)
+		}
+	}
+}
+
 // TestStorageGrowthExpandable grows spec.storage.size of a 3-member cluster in a class that
 // allows expansion: every PVC's request is raised at once, the cluster is
 // Progressing=True/ExpandingStorage until the volumes report the size (the test plays the
@@ -132,18 +198,7 @@ func TestStorageGrowthExpandable(t *testing.T) {
 
 	w.setStorageSize("grow", "2Gi")
 	two := resource.MustParse("2Gi")
-	eventually(t, convergeTimeout, "every PVC asks for 2Gi", func() error {
-		pvcs, err := w.pvcs(t.Context(), "grow")
-		if err != nil {
-			return err
-		}
-		for _, p := range pvcs {
-			if q := p.Spec.Resources.Requests[corev1.ResourceStorage]; q.Cmp(two) != 0 {
-				return fmt.Errorf("PVC %s asks for %s: %w", p.Name, q.String(), errNotYet)
-			}
-		}
-		return nil
-	})
+	eventually(t, convergeTimeout, "every PVC asks for 2Gi", w.pvcsRequest("grow", two))
 	msg := w.progressing(t, "grow", metav1.ConditionTrue, membership.ReasonExpandingStorage)
 	if !strings.Contains(msg, "spec.storage.size 2Gi") {
 		t.Errorf("ExpandingStorage message %q does not name spec.storage.size 2Gi", msg)
@@ -158,42 +213,9 @@ func TestStorageGrowthExpandable(t *testing.T) {
 			t.Errorf("member %s has spec.storage.size 2Gi before its volume grew", m.Name)
 		}
 	}
-
-	// The resizer: capacity arrives.
-	pvcs, err := w.pvcs(t.Context(), "grow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range pvcs {
-		if err := setCapacity(t.Context(), &pvcs[i], two); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, rollTimeout, "converged on 2Gi", func() error {
-		if err := w.converged("grow", 3)(); err != nil {
-			return err
-		}
-		ms, err := w.members(t.Context(), "grow")
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			if m.Spec.Storage.Size.Cmp(two) != 0 {
-				return fmt.Errorf("member %s has spec.storage.size %s: %w", m.Name, m.Spec.Storage.Size, errNotYet)
-			}
-		}
-		return nil
-	})
-	// The larger default quota reached the members' Pods (through the roll).
-	for _, m := range ms {
-		pod := &corev1.Pod{}
-		if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: m.Name}, pod); err != nil {
-			t.Fatal(err)
-		}
-		if args := strings.Join(pod.Spec.Containers[0].Args, " ") + strings.Join(pod.Spec.Containers[0].Command, " "); !strings.Contains(args, "--quota-backend-bytes=1073741824") {
-			t.Errorf("Pod %s does not run with the 1Gi quota of a 2Gi volume: %s", m.Name, args)
-		}
-	}
+	w.resize(t, "grow", two)
+	eventually(t, rollTimeout, "converged on 2Gi", w.convergedOnSize("grow", two))
+	w.requireQuota(t, ms, "--quota-backend-bytes=1073741824")
 	if got := memberIDs(t, w, "grow"); !mapsEqual(got, ids) {
 		t.Errorf("member IDs %v, were %v", got, ids)
 	}
