@@ -63,7 +63,7 @@ func TestPVCExpansion(t *testing.T) {
 	g.stop()
 	// The quota roll, and nothing else, restarted the members: each once, one at a time.
 	s.record(f, "pvc-expansion-roll", "default quota roll after PVC expansion")
-	g.requireExpandedFirst(f, s)
+	g.requireExpandedFirst(f)
 	requireGrownMembers(f, name, two)
 	requireRunningTemplate(f, name, func(p *corev1.Pod) error {
 		for _, st := range p.Status.ContainerStatuses {
@@ -91,33 +91,59 @@ func TestPVCExpansion(t *testing.T) {
 	}
 }
 
-// growthSampler lists a cluster's PVCs every 100 ms and notes when each member's PVC was first
-// seen reporting the size.
+// growthSampler watches a growing cluster every 100 ms: when each member's PVC was first seen
+// reporting the size, and whether a member's Pod was ever seen going (terminating or replaced)
+// while its PVC did not report the size yet. Each sample lists the Pods first and the PVCs
+// second: a Pod that goes only after its PVC grew is then always seen with its PVC grown, so the
+// check has no false alarm from the order of two samplers.
 type growthSampler struct {
-	mu      sync.Mutex
-	grownAt map[string]time.Time // member → first seen with the size
-	stop    func()
+	mu       sync.Mutex
+	initial  map[string]string    // member → Pod UID before the change
+	grownAt  map[string]time.Time // member → first seen with the size
+	tooEarly []string
+	stop     func()
 }
 
 func sampleGrowth(f *framework.Test, name string, size resource.Quantity) *growthSampler {
-	g := &growthSampler{grownAt: map[string]time.Time{}}
+	f.T.Helper()
+	g := &growthSampler{initial: map[string]string{}, grownAt: map[string]time.Time{}}
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		g.initial[p.Name] = string(p.UID)
+	}
 	g.stop = sampleEvery(f, 100*time.Millisecond, func(ctx context.Context) {
+		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+		if err != nil {
+			return
+		}
 		pvcs, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 		if err != nil {
 			return
 		}
-		now := time.Now()
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		for _, p := range pvcs.Items {
-			m := p.Labels[etcdv1alpha2.LabelComponent]
-			if q := p.Status.Capacity[corev1.ResourceStorage]; q.Cmp(size) >= 0 && g.grownAt[m].IsZero() {
-				g.grownAt[m] = now
-			}
-		}
+		g.add(pods.Items, pvcs.Items, size, time.Now())
 	})
 	f.T.Cleanup(g.stop)
 	return g
+}
+
+func (g *growthSampler) add(pods []corev1.Pod, pvcs []corev1.PersistentVolumeClaim, size resource.Quantity, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range pvcs {
+		m := p.Labels[etcdv1alpha2.LabelComponent]
+		if q := p.Status.Capacity[corev1.ResourceStorage]; q.Cmp(size) >= 0 && g.grownAt[m].IsZero() {
+			g.grownAt[m] = now
+		}
+	}
+	for _, p := range pods {
+		going := string(p.UID) != g.initial[p.Name] || p.DeletionTimestamp != nil
+		if going && g.grownAt[p.Name].IsZero() && !slices.Contains(g.tooEarly, p.Name) {
+			g.tooEarly = append(g.tooEarly, p.Name)
+		}
+	}
 }
 
 // all is a Poll condition: n PVCs grown.
@@ -129,19 +155,14 @@ func (g *growthSampler) all(n int) func(context.Context) (bool, string, error) {
 	}
 }
 
-// requireExpandedFirst checks that every member the roll restarted was restarted after its own
-// PVC reported the size: expand first, roll after.
-func (g *growthSampler) requireExpandedFirst(f *framework.Test, s *rollSampler) {
+// requireExpandedFirst checks that no member's Pod went before its own PVC reported the size:
+// expand first, roll after.
+func (g *growthSampler) requireExpandedFirst(f *framework.Test) {
 	f.T.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for m, gone := range s.gone {
-		if grown := g.grownAt[m]; grown.IsZero() || gone.Before(grown) {
-			f.T.Errorf("member %s restarted at %s, before its PVC reported the size (%s): expand first, roll after",
-				m, gone.Format(time.RFC3339Nano), grown.Format(time.RFC3339Nano))
-		}
+	if len(g.tooEarly) > 0 {
+		f.T.Errorf("members %v were restarted before their PVC reported the new size: expand first, roll after", g.tooEarly)
 	}
 }
 
