@@ -185,8 +185,14 @@ func progressing(in ConditionInput) metav1.Condition {
 		reason, msg = l.AdoptReason, fmt.Sprintf("adopted generation %d: %s", l.ObservedGeneration, a.Message)
 	case a.Kind == KindNone && a.Reason == ReasonPaused && converged:
 		st = metav1.ConditionFalse
+	case a.Kind == KindNone && a.Reason == ReasonStorageExpansionUnsupported && converged:
+		// Never Reconciled while a PVC is smaller than the latched size (behaviour.md §13); the
+		// message says what a person can do.
+		st = metav1.ConditionFalse
 	case a.Kind == KindNone && converged:
 		st, reason = metav1.ConditionFalse, ReasonReconciled
+	case a.Kind == KindNone && a.Reason == ReasonExpandingStorage:
+		// Waiting on the volumes, which the PVC watch reports: reason and message as planned.
 	case a.Kind == KindNone:
 		reason = progressReason(s, ReasonScalingUp)
 		msg = "waiting for members to be Ready on the latched template: " + strings.Join(unconverged(s), ", ")

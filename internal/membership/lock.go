@@ -87,7 +87,7 @@ func TemplateCurrent(spec *etcdv1alpha2.EtcdMemberSpec, observed *etcdv1alpha2.O
 // Converged reports whether the cluster has reached its latched target (behaviour.md §5):
 // cluster ID latched (or target 0), running = target, no pending member, no learner, no member
 // being removed, every running member Ready, on the latched template with its hash authorised,
-// and its Pod running that template.
+// and its Pod running that template, and no member PVC still growing (behaviour.md §13).
 // A paused target with no running member counts as converged.
 func Converged(s *Scope) bool {
 	if s.ClusterID == "" && s.Target != 0 {
@@ -107,7 +107,9 @@ func Converged(s *Scope) bool {
 			return false
 		}
 	}
-	return true
+	// PVC sizes satisfied or expansion unsupported: a cluster whose volumes cannot grow has
+	// done what it can (new members get the size), one whose volumes are growing has not.
+	return !PlanStorage(s).expanding()
 }
 
 // LockInput is what the lock decides over.

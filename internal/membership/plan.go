@@ -48,6 +48,9 @@ func next(s Scope) Action {
 	if a, ok := roll(&s); ok {
 		return a
 	}
+	if a, ok := storage(&s); ok {
+		return a
+	}
 	return Action{Kind: KindNone, Reason: ReasonReconciled, Message: fmt.Sprintf("%d of %d members running", len(s.Running()), s.Target)}
 }
 

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
@@ -140,6 +142,8 @@ type PVC struct {
 	// data: controlled by something else, or older than the cluster (left by an earlier cluster
 	// of the same name under reclaimPolicy Retain, or adopted from another operator).
 	Foreign bool
+	// Claim is the PVC's size, capacity and StorageClass, for storage growth (behaviour.md §13).
+	Claim Claim
 }
 
 // Etcd is what etcd said in this pass.
@@ -188,6 +192,8 @@ type Scope struct {
 	Memory bool
 	// Backoff is status.replacementBackoff; zero when none is in force.
 	Backoff Backoff
+	// StorageSize is the latched spec.storage.size of a PVC cluster; nil for Memory.
+	StorageSize *resource.Quantity
 }
 
 // Backoff spaces out replacements of members that never started (behaviour.md §9).

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -17,6 +18,13 @@ const (
 	coreDNSUser = "etcd-operator-local:coredns"
 	// StorageClassName is the cluster's default StorageClass, backed by local PVs.
 	StorageClassName = "local"
+	// ExpandableStorageClassName is a second class of local PVs that allows volume expansion,
+	// expanded by the cluster's own external resizer (hack/localcluster/resizer).
+	ExpandableStorageClassName = "local-expandable"
+	// expandableProvisioner is the provisioner name of ExpandableStorageClassName. Nothing
+	// provisions for it (its PVs are pre-created like the default class's); a name other than
+	// kubernetes.io/no-provisioner keeps the in-tree plugins out of its expansion.
+	expandableProvisioner = "etcd-operator.local/local-expandable"
 )
 
 // bootstrap creates the cluster objects the components and tests rely on: read access for
@@ -29,7 +37,7 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 	if err := createCoreDNSRBAC(ctx, cs); err != nil {
 		return err
 	}
-	if err := createStorageClass(ctx, cs); err != nil {
+	if err := createStorageClasses(ctx, cs); err != nil {
 		return err
 	}
 	return c.ensureVolumes(ctx, cs)
@@ -66,10 +74,10 @@ func createCoreDNSRBAC(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
-func createStorageClass(ctx context.Context, cs kubernetes.Interface) error {
+func createStorageClasses(ctx context.Context, cs kubernetes.Interface) error {
 	bindingMode := storagev1.VolumeBindingWaitForFirstConsumer
 	reclaim := corev1.PersistentVolumeReclaimRetain
-	sc := &storagev1.StorageClass{
+	classes := []*storagev1.StorageClass{{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        StorageClassName,
 			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
@@ -79,9 +87,17 @@ func createStorageClass(ctx context.Context, cs kubernetes.Interface) error {
 		Provisioner:       "kubernetes.io/no-provisioner",
 		VolumeBindingMode: &bindingMode,
 		ReclaimPolicy:     &reclaim,
-	}
-	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); ignoreExists(err) != nil {
-		return fmt.Errorf("creating StorageClass %s: %w", StorageClassName, err)
+	}, {
+		ObjectMeta:           metav1.ObjectMeta{Name: ExpandableStorageClassName},
+		Provisioner:          expandableProvisioner,
+		VolumeBindingMode:    &bindingMode,
+		ReclaimPolicy:        &reclaim,
+		AllowVolumeExpansion: ptr.To(true),
+	}}
+	for _, sc := range classes {
+		if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); ignoreExists(err) != nil {
+			return fmt.Errorf("creating StorageClass %s: %w", sc.Name, err)
+		}
 	}
 	return nil
 }

@@ -300,7 +300,15 @@ func (c *Cluster) startRest(ctx context.Context) error {
 	if err := c.rotateCoreDNSLog(ctx); err != nil {
 		return err
 	}
-	procs := []process{c.controllerManagerProcess(), c.schedulerProcess(), c.kubeProxyProcess(), c.coreDNSProcess()}
+	// The resizer is this repository's code: built on every up (the Go build cache makes an
+	// unchanged one cheap), restarted when the binary changed.
+	if err := os.MkdirAll(filepath.Dir(c.layout.resizerBinary()), 0o755); err != nil {
+		return err
+	}
+	if err := c.goBuildStatic(ctx, "./hack/localcluster/resizer", c.layout.resizerBinary()); err != nil {
+		return err
+	}
+	procs := []process{c.controllerManagerProcess(), c.schedulerProcess(), c.kubeProxyProcess(), c.coreDNSProcess(), c.resizerProcess()}
 	for _, n := range c.nodes {
 		procs = append(procs, c.kubeletProcess(n))
 	}
@@ -326,7 +334,7 @@ func (c *Cluster) Down(ctx context.Context) error {
 	l := c.layout
 	// Host-wide components first, then the nodes, then the API server before its etcd:
 	// kube-apiserver hangs on shutdown when etcd is already gone.
-	for _, name := range []string{coreDNSName, kubeProxyName, schedulerName, controllerMgrName} {
+	for _, name := range []string{resizerName, coreDNSName, kubeProxyName, schedulerName, controllerMgrName} {
 		errs = append(errs, l.stop(ctx, name, 10*time.Second))
 	}
 	errs = append(errs, c.cleanUpKubeProxyRules(ctx))

@@ -16,6 +16,7 @@ const (
 	schedulerName     = "kube-scheduler"
 	kubeProxyName     = "kube-proxy"
 	coreDNSName       = "coredns"
+	resizerName       = "local-resizer"
 )
 
 func (c *Cluster) kube(binary string) string { return filepath.Join(c.kubeDir, binary) }
@@ -126,6 +127,17 @@ func (c *Cluster) controllerManagerProcess() process {
 			"--node-monitor-period=2s",
 			"--v=1",
 		},
+	}
+}
+
+// resizerProcess is the external resizer of ExpandableStorageClassName
+// (hack/localcluster/resizer), built from this repository by up. It talks to the API server
+// as the admin: it updates PVs and PVC status, which no narrower built-in identity may.
+func (c *Cluster) resizerProcess() process {
+	return process{
+		name: resizerName,
+		bin:  c.layout.resizerBinary(),
+		args: []string{"--kubeconfig=" + c.layout.kubeconfig(), "--class=" + ExpandableStorageClassName},
 	}
 }
 

@@ -82,6 +82,7 @@ func (l layout) containerdRoot(n Node) string { return filepath.Join(l.root, "co
 func (l layout) importStamp(n Node) string {
 	return filepath.Join(l.containerdRoot(n), "imported-images")
 }
+func (l layout) resizerBinary() string           { return filepath.Join(l.root, "bin", "local-resizer") }
 func (l layout) kubeconfig() string              { return filepath.Join(l.root, "kubeconfig") }
 func (l layout) logs() string                    { return filepath.Join(l.root, "logs") }
 func (l layout) logFile(component string) string { return filepath.Join(l.logs(), component+".log") }

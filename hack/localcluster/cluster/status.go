@@ -18,7 +18,7 @@ import (
 
 // componentNames lists every process of the cluster, in start order.
 func (c *Cluster) componentNames() []string {
-	names := []string{etcdName, apiServerName, controllerMgrName, schedulerName, kubeProxyName, coreDNSName}
+	names := []string{etcdName, apiServerName, controllerMgrName, schedulerName, kubeProxyName, coreDNSName, resizerName}
 	for _, n := range c.nodes {
 		names = append(names, containerdComponent(n), kubeletComponent(n))
 	}

@@ -15,17 +15,40 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// VolumesPerNode is how many local PVs up keeps available on each node.
+// VolumesPerNode is how many local PVs up keeps available on each node in the default class.
 const VolumesPerNode = 40
+
+// ExpandableVolumesPerNode is how many local PVs up keeps available on each node in
+// ExpandableStorageClassName.
+const ExpandableVolumesPerNode = 12
 
 // volumeCapacity is the nominal size of each local PV; local volumes do not enforce it, so
 // it only has to be at least what tests request.
 var volumeCapacity = resource.MustParse("10Gi")
 
+// ExpandableVolumeCapacity is the nominal size of each PV of ExpandableStorageClassName. It is
+// small on purpose: a claim bound to a PV reports the PV's capacity, so a claim of up to 1Gi
+// reports 1Gi, and growing it beyond that needs the resizer, as on a real provisioner.
+var ExpandableVolumeCapacity = resource.MustParse("1Gi")
+
+// pool is one set of pre-created local PVs: per node, count PVs of one class and capacity.
+type pool struct {
+	prefix   string // PV name <node>-<prefix>-NN and folder <prefix>-NN
+	class    string
+	count    int
+	capacity resource.Quantity
+}
+
+var pools = []pool{
+	{prefix: "pv", class: StorageClassName, count: VolumesPerNode, capacity: volumeCapacity},
+	{prefix: "xpv", class: ExpandableStorageClassName, count: ExpandableVolumesPerNode, capacity: ExpandableVolumeCapacity},
+}
+
 // volumeLabel marks the PVs up manages.
 const volumeLabel = "etcd-operator.local/local-volume"
 
-// ensureVolumes keeps VolumesPerNode local PVs per node in the default StorageClass. A PV
+// ensureVolumes keeps each pool's local PVs on every node: VolumesPerNode in the default
+// StorageClass, ExpandableVolumesPerNode in ExpandableStorageClassName. A PV
 // released by its claim (Retain) is wiped and recreated, so every up returns used volumes to
 // the pool; PVs in use or available are left alone.
 func (c *Cluster) ensureVolumes(ctx context.Context, cs kubernetes.Interface) error {
@@ -40,15 +63,17 @@ func (c *Cluster) ensureVolumes(ctx context.Context, cs kubernetes.Interface) er
 	// One writer per node: a fresh cluster creates every PV, and sequential creates would
 	// add seconds to each up.
 	return c.forEachNode(func(n Node) error {
-		for i := range VolumesPerNode {
-			name := fmt.Sprintf("%s-pv-%02d", n.Name, i)
-			dir := filepath.Join(c.layout.volumes(n), fmt.Sprintf("pv-%02d", i))
-			p, exists := phase[name]
-			if exists && p != corev1.VolumeReleased && p != corev1.VolumeFailed {
-				continue
-			}
-			if err := c.recreateVolume(ctx, cs, n, name, dir, exists); err != nil {
-				return err
+		for _, pl := range pools {
+			for i := range pl.count {
+				name := fmt.Sprintf("%s-%s-%02d", n.Name, pl.prefix, i)
+				dir := filepath.Join(c.layout.volumes(n), fmt.Sprintf("%s-%02d", pl.prefix, i))
+				p, exists := phase[name]
+				if exists && p != corev1.VolumeReleased && p != corev1.VolumeFailed {
+					continue
+				}
+				if err := c.recreateVolume(ctx, cs, n, pl, name, dir, exists); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -56,7 +81,7 @@ func (c *Cluster) ensureVolumes(ctx context.Context, cs kubernetes.Interface) er
 }
 
 // recreateVolume deletes PV name if it exists, empties dir and creates the PV again.
-func (c *Cluster) recreateVolume(ctx context.Context, cs kubernetes.Interface, n Node, name, dir string, exists bool) error {
+func (c *Cluster) recreateVolume(ctx context.Context, cs kubernetes.Interface, n Node, pl pool, name, dir string, exists bool) error {
 	if exists {
 		if err := cs.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("recycling PV %s: %w", name, err)
@@ -84,7 +109,7 @@ func (c *Cluster) recreateVolume(ctx context.Context, cs kubernetes.Interface, n
 	if err := os.Chmod(dir, 0o777); err != nil {
 		return err
 	}
-	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, localPV(name, dir, n), metav1.CreateOptions{}); ignoreExists(err) != nil {
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, localPV(name, dir, n, pl), metav1.CreateOptions{}); ignoreExists(err) != nil {
 		return fmt.Errorf("creating PV %s: %w", name, err)
 	}
 	return nil
@@ -100,15 +125,15 @@ func waitGone(ctx context.Context, cs kubernetes.Interface, pv string) error {
 	})
 }
 
-func localPV(name, dir string, n Node) *corev1.PersistentVolume {
+func localPV(name, dir string, n Node, pl pool) *corev1.PersistentVolume {
 	fs := corev1.PersistentVolumeFilesystem
 	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{volumeLabel: "true"}},
 		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: volumeCapacity},
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: pl.capacity.DeepCopy()},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			StorageClassName:              StorageClassName,
+			StorageClassName:              pl.class,
 			VolumeMode:                    &fs,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{
 				Local: &corev1.LocalVolumeSource{Path: dir},

@@ -206,7 +206,8 @@ func deadlineChanged() predicate.Predicate {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 
@@ -215,7 +216,8 @@ func deadlineChanged() predicate.Predicate {
 //  1. Fetch the cluster; NotFound or being deleted → forget its etcd client and stop (no
 //     cluster finalizer: garbage collection removes members, Services, PDB and PVCs).
 //  2. Annotation adoption-in-progress → stop without any write.
-//  3. Build the scope once: EtcdMembers, Pods, PVCs, the TLS material spec.tls asks for that is
+//  3. Build the scope once: EtcdMembers, Pods, PVCs, StorageClasses (only while a PVC is
+//     smaller than the latched size), the TLS material spec.tls asks for that is
 //     missing (cert-manager's API, Secrets) and the etcd view (MemberList, Status of every
 //     member endpoint, alarms, leader) through the pooled client.
 //  4. Ensure the always-on objects: headless and client Services.
@@ -225,7 +227,9 @@ func deadlineChanged() predicate.Predicate {
 //     status at once, with its Progressing condition, and the pass ends there (requeue after
 //     nextStepDelay): nothing acts on a target that a crash could still lose.
 //  6. Sync member status fields memberID, isVoter and version from etcd, and the in-place part
-//     of the latched template (additionalMetadata, imagePullSecrets) onto existing members.
+//     of the latched template (additionalMetadata, imagePullSecrets) onto existing members;
+//     grow member PVCs smaller than the latched storage.size when their StorageClass allows
+//     expansion, and record the size on a member once its volume reports it (behaviour.md §13).
 //  7. Plan one step with membership.Next and execute it (quorum-gated), with an Event.
 //  8. Always (deferred, every path): compute status and conditions, apply the PDB, patch status
 //     once if it changed (an adopting pass already wrote it in step 5), record metrics.
@@ -273,6 +277,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		{"adopt", p.adopt},
 		{"memberStatus", p.syncMemberStatus},
 		{"inPlace", p.syncInPlaceTemplate},
+		{"storage", p.expandStorage},
 		{"plan", p.planAndAct},
 	} {
 		start := time.Now()

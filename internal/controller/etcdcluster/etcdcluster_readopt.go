@@ -97,7 +97,8 @@ func (p *pass) createReadopted(ctx context.Context, a membership.Action) (*etcdv
 			Dormant:        a.Readopt.Dormant,
 		},
 	}
-	membership.ApplyTemplate(&m.Spec, c.Status.Observed)
+	// The size its PVC provides, not the latched one its volume may not have grown to.
+	membership.ApplyTemplate(&m.Spec, membership.MemberTarget(c.Status.Observed, nil, p.claimOf(a.Member)))
 	if err := p.r.client.Create(ctx, m); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, &errWaiting{after: nextStepDelay, msg: "EtcdMember " + a.Member + " exists already; waiting for the cache to show it"}

@@ -34,7 +34,7 @@ func (p *pass) templateHash(spec *etcdv1alpha2.EtcdMemberSpec) string {
 
 // wantHash is the template hash of member m under the latched target; empty when unknown.
 func (p *pass) wantHash(m *etcdv1alpha2.EtcdMember) string {
-	o := p.cluster.Status.Observed
+	o := p.memberTarget(m)
 	if o == nil {
 		return ""
 	}
@@ -58,7 +58,7 @@ func (p *pass) authorise(ctx context.Context, a membership.Action) error {
 		}
 	}
 	before := m.DeepCopy()
-	membership.ApplyTemplate(&m.Spec, p.cluster.Status.Observed)
+	membership.ApplyTemplate(&m.Spec, p.memberTarget(m))
 	if m.Annotations == nil {
 		m.Annotations = map[string]string{}
 	}

@@ -205,7 +205,7 @@ func (p *pass) wake(ctx context.Context, a membership.Action) error {
 	}
 	before := m.DeepCopy()
 	m.Spec.Dormant = false
-	membership.ApplyTemplate(&m.Spec, p.cluster.Status.Observed)
+	membership.ApplyTemplate(&m.Spec, p.memberTarget(m))
 	p.recordHash(m)
 	if err := p.r.client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("waking EtcdMember %s: %w", m.Name, err)

@@ -40,6 +40,9 @@ type pass struct {
 	etcd    etcdclient.Client
 	view    membership.Etcd
 	tls     membership.TLS
+	// classes are the StorageClasses, read only while some PVC is smaller than the latched
+	// size; nil otherwise.
+	classes *storageClasses
 	// Filled by latch and planAndAct.
 	lock   membership.Lock
 	action membership.Action
@@ -77,6 +80,9 @@ func (p *pass) buildScope(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, fmt.Errorf("listing PersistentVolumeClaims: %w", err)
 	}
 	p.pvcs = pvcs.Items
+	if err := p.observeStorageClasses(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := p.observeTLS(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -272,6 +278,7 @@ func (p *pass) scope() membership.Scope {
 		s.Target = o.Replicas
 		s.Memory = o.Storage.Medium == etcdv1alpha2.StorageMediumMemory
 	}
+	s.StorageSize = p.latchedSize()
 	for i := range p.members {
 		s.Members = append(s.Members, p.memberView(&p.members[i]))
 	}
@@ -282,6 +289,7 @@ func (p *pass) scope() membership.Scope {
 			MemberUID: pvc.Annotations[etcdv1alpha2.AnnotationMemberUID], Deleting: !pvc.DeletionTimestamp.IsZero(),
 		}
 		p.readoptView(&v, pvc)
+		v.Claim = p.claimFrom(pvc)
 		s.PVCs = append(s.PVCs, v)
 	}
 	s.ClassifyFromEtcd()
@@ -335,7 +343,7 @@ func (p *pass) memberView(m *etcdv1alpha2.EtcdMember) membership.Member {
 		HealthyReason:    healthyReason,
 		HealthyMessage:   healthyMessage,
 		Updated:          meta.IsStatusConditionTrue(m.Status.Conditions, etcdv1alpha2.ConditionUpdated),
-		TemplateCurrent:  membership.TemplateCurrent(&m.Spec, p.cluster.Status.Observed),
+		TemplateCurrent:  membership.TemplateCurrent(&m.Spec, p.memberTarget(m)),
 		WantHash:         p.wantHash(m),
 		AuthorisedHash:   m.Annotations[etcdv1alpha2.AnnotationTemplateHash],
 		PodHash:          podHash,

@@ -319,6 +319,7 @@ func (p *pass) transitionEvents() {
 		{etcdv1alpha2.ConditionDegraded, membership.ReasonTLSSecretMissing},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonDeadlineExceeded},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonBootstrapStalled},
+		{etcdv1alpha2.ConditionProgressing, membership.ReasonStorageExpansionUnsupported},
 	} {
 		cond := meta.FindStatusCondition(p.cluster.Status.Conditions, w.t)
 		if cond != nil && cond.Reason == w.reason && !was(w.t, w.reason) {
