@@ -11,9 +11,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 )
 
@@ -88,8 +90,13 @@ func (f *readoptFixture) check(t *testing.T, deleted ...string) {
 		if want := slices.Contains(deleted, m.Name); (m.UID != f.uids[m.Name]) != want {
 			t.Errorf("member %s: UID %s, was %s; re-created: want %v", m.Name, m.UID, f.uids[m.Name], want)
 		}
-		if slices.Contains(deleted, m.Name) && !w.real.startedOnData(m.Name) {
-			t.Errorf("the Pod of re-adopted member %s started etcd on an empty data directory", m.Name)
+		if slices.Contains(deleted, m.Name) {
+			// Converged can be seen while the deleted member's old Pod still serves (nothing
+			// collects it at once in envtest): wait for the re-adopted member's own Pod.
+			eventually(t, realConvergeTimeout, "the Pod of re-adopted member "+m.Name+" started", w.runsOwnPod(m))
+			if !w.real.startedOnData(m.Name) {
+				t.Errorf("the Pod of re-adopted member %s started etcd on an empty data directory", m.Name)
+			}
 		}
 		// A serializable read answers from the member's own store, without the leader.
 		cli := w.real.clientOf(t, w.real.clientURL(f.name, m.Name))
@@ -122,6 +129,26 @@ func (f *readoptFixture) check(t *testing.T, deleted ...string) {
 		}
 		return nil
 	})
+}
+
+// runsOwnPod waits until member m's Pod is owned by m itself (not by the member it re-adopted
+// from) and Ready.
+func (w *world) runsOwnPod(m etcdv1alpha2.EtcdMember) func() error {
+	return func() error {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: m.Name}, pod); err != nil {
+			return fmt.Errorf("Pod %s: %w: %w", m.Name, err, errNotYet)
+		}
+		if owner := metav1.GetControllerOf(pod); owner == nil || owner.UID != m.UID {
+			return fmt.Errorf("Pod %s is not yet owned by EtcdMember %s: %w", m.Name, m.UID, errNotYet)
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("Pod %s is not Ready: %w", m.Name, errNotYet)
+	}
 }
 
 func clusterID(ctx context.Context, t *testing.T, cli *clientv3.Client) uint64 {

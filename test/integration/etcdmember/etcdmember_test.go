@@ -600,7 +600,8 @@ func TestIdlePassWritesNothing(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
 	})
-	r := etcdmember.New(counting, base, etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository))
+	// Configured as the suite's running controller is: the guard image is part of the hash.
+	r := etcdmember.New(counting, base, etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository), etcdmember.WithGuardImage(guardImage))
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)}
 	for pass := 1; pass <= 2; pass++ {
 		res, err := r.Reconcile(t.Context(), req)
