@@ -91,12 +91,7 @@ func (f *readoptFixture) check(t *testing.T, deleted ...string) {
 			t.Errorf("member %s: UID %s, was %s; re-created: want %v", m.Name, m.UID, f.uids[m.Name], want)
 		}
 		if slices.Contains(deleted, m.Name) {
-			// Converged can be seen while the deleted member's old Pod still serves (nothing
-			// collects it at once in envtest): wait for the re-adopted member's own Pod.
-			eventually(t, realConvergeTimeout, "the Pod of re-adopted member "+m.Name+" started", w.runsOwnPod(m))
-			if !w.real.startedOnData(m.Name) {
-				t.Errorf("the Pod of re-adopted member %s started etcd on an empty data directory", m.Name)
-			}
+			f.checkStartedOnData(t, m)
 		}
 		// A serializable read answers from the member's own store, without the leader.
 		cli := w.real.clientOf(t, w.real.clientURL(f.name, m.Name))
@@ -129,6 +124,17 @@ func (f *readoptFixture) check(t *testing.T, deleted ...string) {
 		}
 		return nil
 	})
+}
+
+// checkStartedOnData asserts that re-adopted member m's own Pod started etcd on its data.
+// Converged can be seen while the deleted member's old Pod still serves (nothing collects it at
+// once in envtest), so it first waits for m's own Pod.
+func (f *readoptFixture) checkStartedOnData(t *testing.T, m etcdv1alpha2.EtcdMember) {
+	t.Helper()
+	eventually(t, realConvergeTimeout, "the Pod of re-adopted member "+m.Name+" started", f.w.runsOwnPod(m))
+	if !f.w.real.startedOnData(m.Name) {
+		t.Errorf("the Pod of re-adopted member %s started etcd on an empty data directory", m.Name)
+	}
 }
 
 // runsOwnPod waits until member m's Pod is owned by m itself (not by the member it re-adopted
