@@ -38,6 +38,12 @@ func TestConditions(t *testing.T) {
 			s.Members[1].Ready = false
 			return s
 		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionTrue, ReasonScalingUp}, want{metav1.ConditionTrue, ReasonMembersUnhealthy}},
+		{"the member a roll restarted last is coming back", func() Scope {
+			s := steady3()
+			s.Members[1].Ready = false
+			s.Rolling = true
+			return s
+		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumAvailable}, want{metav1.ConditionTrue, ReasonRollingUpdate}, want{metav1.ConditionTrue, ReasonMembersUnhealthy}},
 		{"two of three down: quorum lost", func() Scope {
 			s := steady3()
 			s.Members[1].Ready = false

@@ -591,8 +591,13 @@ func unhealthyVoters(s *Scope) []string {
 
 // progressReason says Bootstrapping instead of a scaling reason while the cluster forms.
 func progressReason(s *Scope, reason string) string {
-	if s.Bootstrapping && reason == ReasonScalingUp {
+	switch {
+	case s.Bootstrapping && reason == ReasonScalingUp:
 		return ReasonBootstrapping
+	case s.Rolling && reason == ReasonScalingUp:
+		// The last member a roll restarted is coming back: still the roll, not a scale-up
+		// (spec changes, scale-ups included, are adopted only once the roll converged).
+		return ReasonRollingUpdate
 	}
 	return reason
 }

@@ -185,6 +185,10 @@ type Scope struct {
 	// Bootstrapping is true while the cluster has never converged since it was created; it
 	// only chooses between the Bootstrapping and ScalingUp reasons.
 	Bootstrapping bool
+	// Rolling is true while a rolling update this operator process started has not converged:
+	// a member it restarted that is not Ready yet is reported as part of the roll, not as a
+	// scale-up. It only chooses between the ScalingUp and RollingUpdate reasons.
+	Rolling bool
 	// TLS is the TLS material spec.tls asks for that is missing.
 	TLS TLS
 	// Memory is true for a cluster whose members keep their data in memory: a member that

@@ -100,6 +100,13 @@ func (p *pass) recordHash(m *etcdv1alpha2.EtcdMember) {
 	m.Annotations[etcdv1alpha2.AnnotationTemplateHash] = h
 }
 
+// rolling reports whether this process started a roll of the cluster that has not converged.
+func (p *pass) rolling() bool {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	return p.r.rolling[p.nsName()]
+}
+
 // rollCompleted announces, once, that a cluster this process rolled has converged. Events are
 // an audit trail, not state: an operator restarted mid-roll announces no completion.
 func (p *pass) rollCompleted() {

@@ -269,6 +269,7 @@ func (p *pass) scope() membership.Scope {
 		Now:               p.now,
 		OrphanMemberGrace: p.r.orphanGrace,
 		Bootstrapping:     bootstrapping(p.cluster),
+		Rolling:           p.rolling(),
 		TLS:               p.tls,
 	}
 	if b := p.cluster.Status.ReplacementBackoff; b != nil {
