@@ -44,10 +44,10 @@ type Claim struct {
 	FileSystemResizePending bool
 }
 
-// holds reports whether the claim already provides size: it asks for at least size and, once
+// Holds reports whether the claim already provides size: it asks for at least size and, once
 // bound, its volume reports at least size. An unbound claim that asks for enough gets a volume
 // of at least that size when it binds.
-func (c *Claim) holds(size resource.Quantity) bool {
+func (c *Claim) Holds(size resource.Quantity) bool {
 	return c.Request.Cmp(size) >= 0 && (!c.Bound || c.Capacity.Cmp(size) >= 0)
 }
 
@@ -67,7 +67,7 @@ func (c *Claim) Grown(size resource.Quantity) bool {
 // with the larger quota only once its disk is large enough to hold it. A member whose class
 // cannot expand keeps its size, and with it its quota, for good.
 func MemberStorageSize(latched, current *resource.Quantity, claim *Claim) *resource.Quantity {
-	if latched == nil || claim == nil || claim.holds(*latched) {
+	if latched == nil || claim == nil || claim.Holds(*latched) {
 		return latched
 	}
 	if current != nil {
@@ -134,7 +134,7 @@ func PlanStorage(s *Scope) StoragePlan {
 	classes := map[string]bool{}
 	for _, m := range s.Running() {
 		c := s.claimOf(m)
-		if c == nil || c.holds(size) {
+		if c == nil || c.Holds(size) {
 			continue
 		}
 		name := pvcName(m.Name)

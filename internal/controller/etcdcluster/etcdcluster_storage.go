@@ -55,8 +55,7 @@ func (p *pass) observeStorageClasses(ctx context.Context) error {
 	}
 	needed := false
 	for i := range p.pvcs {
-		c := p.claimFrom(&p.pvcs[i])
-		if c.Request.Cmp(*size) < 0 || (c.Bound && c.Capacity.Cmp(*size) < 0) {
+		if c := p.claimFrom(&p.pvcs[i]); !c.Holds(*size) {
 			needed = true
 			break
 		}

@@ -48,14 +48,7 @@ type rollSampler struct {
 
 func sampleRoll(f *framework.Test, name string) *rollSampler {
 	f.T.Helper()
-	s := &rollSampler{initial: map[string]string{}, gone: map[string]time.Time{}, ready: map[string]time.Time{}}
-	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		s.initial[p.Name] = string(p.UID)
-	}
+	s := &rollSampler{initial: podUIDs(f, name), gone: map[string]time.Time{}, ready: map[string]time.Time{}}
 	s.stopFn = sampleEvery(f, 100*time.Millisecond, func(ctx context.Context) {
 		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 		if err != nil {
@@ -232,26 +225,33 @@ func TestRollingUpgradeMinorVersions(t *testing.T) {
 		} else {
 			roll(f, name, "roll-"+minor, what, before, func(s *etcdv1alpha2.EtcdClusterSpec) { s.Version = v })
 		}
-		err := f.Poll("runningVersion "+v, time.Minute, func(ctx context.Context) (bool, string, error) {
-			ec, err := getCluster(ctx, f, name)
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			return ec.Status.RunningVersion == v, "runningVersion " + ec.Status.RunningVersion, nil
-		})
-		if err != nil {
-			t.Error(err)
-		}
-		requireRunningTemplate(f, name, func(p *corev1.Pod) error {
-			if img := p.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v"+v) {
-				return fmt.Errorf("image %s", img)
-			}
-			return nil
-		})
+		requireRunsVersion(f, name, v)
 	}
 	obs.check(f, clusterID)
 	requireHealed(f, name, 3, clusterID)
 	load.verify(f, "etcd 3.5 → 3.6 → 3.7 rolled across 3 PVC members")
+}
+
+// requireRunsVersion waits for status.runningVersion to reach v and checks that every member
+// Pod runs etcd v's image.
+func requireRunsVersion(f *framework.Test, name, v string) {
+	f.T.Helper()
+	err := f.Poll("runningVersion "+v, time.Minute, func(ctx context.Context) (bool, string, error) {
+		ec, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return ec.Status.RunningVersion == v, "runningVersion " + ec.Status.RunningVersion, nil
+	})
+	if err != nil {
+		f.T.Error(err)
+	}
+	requireRunningTemplate(f, name, func(p *corev1.Pod) error {
+		if img := p.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v"+v) {
+			return fmt.Errorf("image %s", img)
+		}
+		return nil
+	})
 }
 
 // requireVersionHeld waits for the operator to refuse the cluster's spec.version with
@@ -361,22 +361,7 @@ func TestRollingUpdateMemorySurge(t *testing.T) {
 	patchSpec(f, name, func(s *etcdv1alpha2.EtcdClusterSpec) {
 		s.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m")}
 	})
-	err := f.Poll("every original member replaced", rollTimeout, func(ctx context.Context) (bool, string, error) {
-		ms, err := listMembers(ctx, f, name)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		var left []string
-		for _, m := range ms {
-			if _, ok := before[m.Name]; ok {
-				left = append(left, m.Name)
-			}
-		}
-		return len(left) == 0, fmt.Sprintf("original members left: %v", left), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitReplacedAll(f, name, before)
 	ec = waitConverged(f, name, 3, rollTimeout)
 	f.Record("roll-memory-total", since(start), "resources change on 3 Memory members: spec patched → converged, each member replaced by a surge (add, then remove)")
 	if ec.Status.UpdatedMembers != 3 {

@@ -106,14 +106,7 @@ type growthSampler struct {
 
 func sampleGrowth(f *framework.Test, name string, size resource.Quantity) *growthSampler {
 	f.T.Helper()
-	g := &growthSampler{initial: map[string]string{}, grownAt: map[string]time.Time{}}
-	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		g.initial[p.Name] = string(p.UID)
-	}
+	g := &growthSampler{initial: podUIDs(f, name), grownAt: map[string]time.Time{}}
 	g.stop = sampleEvery(f, 100*time.Millisecond, func(ctx context.Context) {
 		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 		if err != nil {
