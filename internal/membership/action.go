@@ -64,6 +64,14 @@ const (
 	KindAuthorise Kind = "Authorise"
 )
 
+// Kinds lists every kind of action the planner returns, for the controller's test that each
+// has an executor.
+func Kinds() []Kind {
+	return []Kind{KindNone, KindWait, KindBlocked, KindCreateSeed, KindInitSeed, KindLatchClusterID, KindJoin, KindPromote,
+		KindRemoveOrphan, KindCreateMember, KindWake, KindMoveLeader, KindRemove, KindDeletePVC, KindSetDormant, KindBackoff,
+		KindDisarmCorrupt, KindReadopt, KindAuthorise}
+}
+
 // Progressing reasons (behaviour.md §22) the planner chooses.
 const (
 	ReasonWaitingForSeed           = "WaitingForSeed"
@@ -119,6 +127,10 @@ type Action struct {
 	// Disrupts is true for a KindAuthorise that makes the member controller restart the
 	// member's Pod: a rolling-update step, quorum-gated.
 	Disrupts bool
+	// VersionRejection is, for a KindWait, the version rules' refusal that holds the step (a
+	// wake whose data the latched version may not follow): the cluster then reports
+	// Progressing=False/VersionChangeRejected, as for a refused spec.
+	VersionRejection string
 }
 
 // RemovalReasonScaleDown is the removal-reason of a scale-down victim.

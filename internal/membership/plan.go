@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ func finishInterrupted(s *Scope) (Action, bool) {
 		return readopt(s) // every other rule below needs etcd's member list
 	}
 	members := slices.Clone(s.Members)
-	slices.SortFunc(members, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(members, func(a, b Member) int { return cmp.Compare(a.Name, b.Name) })
 
 	// A member the operator decided to remove: finish the removal.
 	for _, m := range members {
@@ -159,7 +160,7 @@ func orphanPVCs(s *Scope) []PVC {
 		}
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b PVC) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b PVC) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -333,7 +334,7 @@ func replace(s *Scope) (Action, bool) {
 			}
 			return 1
 		}
-		return compareStrings(a.m.Name, b.m.Name)
+		return cmp.Compare(a.m.Name, b.m.Name)
 	})
 	c := cs[0]
 	if c.reason == health.ReasonStartFailed {
@@ -464,10 +465,17 @@ func wake(s *Scope) (Action, bool) {
 		return Action{}, false
 	}
 	for _, m := range s.Members {
-		if m.Dormant && !m.Deleting {
-			return Action{Kind: KindWake, Member: m.Name, Reason: ReasonResuming,
-				Message: fmt.Sprintf("resuming: waking %s", m.Name)}, true
+		if !m.Dormant || m.Deleting {
+			continue
 		}
+		msg := fmt.Sprintf("resuming: waking %s", m.Name)
+		if rejected := wakeRejection(s, m); rejected != "" {
+			// Held until a spec the rules allow is latched (at the deadline, or at once with
+			// kubectl etcd retry); looked at again at every watch event and VersionRecheck.
+			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonResuming, Message: msg,
+				RequeueAfter: VersionRecheck, VersionRejection: rejected}, true
+		}
+		return Action{Kind: KindWake, Member: m.Name, Reason: ReasonResuming, Message: msg}, true
 	}
 	return Action{}, false
 }

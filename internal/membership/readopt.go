@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -154,7 +155,7 @@ func readoptable(s *Scope) []PVC {
 			out = append(out, p)
 		}
 	}
-	slices.SortFunc(out, func(a, b PVC) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b PVC) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -175,7 +176,7 @@ func restartNext(s *Scope, candidates []Member, progress func(string, ...any) st
 		case leader(a) != leader(b):
 			return boolOrder(!leader(a), !leader(b)) // the leader last
 		}
-		return compareStrings(a.Name, b.Name)
+		return cmp.Compare(a.Name, b.Name)
 	})
 	m := candidates[0]
 	e, inEtcd := s.EtcdMemberOf(m)

@@ -1,11 +1,13 @@
 package membership
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
@@ -105,6 +107,15 @@ type Member struct {
 	ReplaceRequested string
 	// ReplaceAnnotated is true when the replace annotation is present, whatever its value.
 	ReplaceAnnotated bool
+	// Version is status.version: the version the member's etcd last reported. A member that
+	// is down right now still runs that version when it comes back, so the version rules read
+	// it (docs/design/versions.md).
+	Version string
+	// Spec is the EtcdMember's spec as read, never modified by the planner; nil when the
+	// caller does not need template writes planned (unit tests of single rules). The pass
+	// planner reads it to plan the writes that disrupt nothing: the in-place template fields
+	// and the recorded storage size.
+	Spec *etcdv1alpha2.EtcdMemberSpec
 }
 
 // Running reports whether the member counts towards the running members: neither dormant nor
@@ -198,6 +209,9 @@ type Scope struct {
 	Backoff Backoff
 	// StorageSize is the latched spec.storage.size of a PVC cluster; nil for Memory.
 	StorageSize *resource.Quantity
+	// Observed is status.observed, the latched target; nil before the first adoption. The
+	// members' TemplateCurrent and WantHash are computed against it.
+	Observed *etcdv1alpha2.ObservedClusterSpec
 }
 
 // Backoff spaces out replacements of members that never started (behaviour.md §9).
@@ -244,7 +258,7 @@ func (s *Scope) Running() []Member {
 			out = append(out, m)
 		}
 	}
-	slices.SortFunc(out, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -256,7 +270,7 @@ func (s *Scope) Voters() []etcdclient.Member {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b etcdclient.Member) int { return compareUint(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b etcdclient.Member) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -268,7 +282,7 @@ func (s *Scope) Learners() []etcdclient.Member {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b etcdclient.Member) int { return compareUint(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b etcdclient.Member) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -336,24 +350,4 @@ func (s *Scope) IsVoter(m Member) bool {
 // HealthyVoter reports whether voter e counts as healthy for the gate.
 func (s *Scope) HealthyVoter(e etcdclient.Member) bool {
 	return s.voterHealth(e).CountsHealthy()
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -66,7 +67,7 @@ func corruptAlarmsToDisarm(s *Scope) []etcdclient.Alarm {
 		}
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b etcdclient.Alarm) int { return compareUint(a.MemberID, b.MemberID) })
+	slices.SortFunc(out, func(a, b etcdclient.Alarm) int { return cmp.Compare(a.MemberID, b.MemberID) })
 	return out
 }
 
