@@ -1,6 +1,6 @@
 package v1alpha2
 
-// Label keys the operator sets on the objects it creates (api.md §6.1). Services, the
+// Label keys the operator sets on the objects it creates (docs/api.md, "Labels"). Services, the
 // PodDisruptionBudget and status.selector select on LabelCluster, never on the generic
 // app.kubernetes.io labels, so that helper Pods never become endpoints.
 const (
@@ -29,7 +29,7 @@ const (
 // from additionalMetadata and rejected in clientService.annotations.
 const ReservedPrefix = "etcd-operator.cozystack.io/"
 
-// Annotation keys (api.md §6.2).
+// Annotation keys (docs/api.md, "Annotations").
 const (
 	AnnotationHeadlessServiceName = "etcd-operator.cozystack.io/headless-service-name"
 	AnnotationDataDirSubPath      = "etcd-operator.cozystack.io/data-dir-subpath"
@@ -49,14 +49,15 @@ const (
 // FinalizerMemberCleanup holds an EtcdMember's deletion until the member has left etcd.
 const FinalizerMemberCleanup = "etcd-operator.cozystack.io/member-cleanup"
 
-// Condition types on EtcdCluster (behaviour.md §22).
+// Condition types on EtcdCluster (docs/design/conditions-and-events.md).
 const (
 	ConditionAvailable   = "Available"
 	ConditionProgressing = "Progressing"
 	ConditionDegraded    = "Degraded"
 )
 
-// Condition types on EtcdMember (api.md §3.2) and EtcdSnapshot (api.md §4.2).
+// Condition types on EtcdMember and EtcdSnapshot (docs/api.md, "EtcdMember status and conditions",
+// "EtcdSnapshot status").
 const (
 	ConditionReady          = "Ready"
 	ConditionHealthy        = "Healthy"

@@ -92,9 +92,9 @@ func EffectiveQuotaBackendBytes(opts *etcdv1alpha2.EtcdOptions, size resource.Qu
 	return q, q > 0
 }
 
-// EtcdFlags renders a member's etcd command line (behaviour.md §21), in a fixed order: identity,
-// listeners and advertised URLs, bootstrap, tuning options, corruption checks, client TLS, peer
-// TLS. The order never depends on map iteration, so equal inputs give byte-equal Pods.
+// EtcdFlags renders a member's etcd command line (docs/design/pod-template.md), in a fixed order:
+// identity, listeners and advertised URLs, bootstrap, tuning options, corruption checks, client
+// TLS, peer TLS. The order never depends on map iteration, so equal inputs give byte-equal Pods.
 //
 // A flag whose value would be empty is left out instead of rendered as "--flag=": etcd would
 // otherwise read it as an explicit empty setting. Every element has the form --name=value, so
@@ -214,7 +214,8 @@ func addCorruptionChecks(fl *flagList, v etcdVersion) {
 	}
 }
 
-// addTLS renders behaviour.md §15. Client TLS may or may not verify clients; peer TLS is always
+// addTLS renders the TLS flags (docs/design/pod-template.md, "The etcd command line"). Client TLS
+// may or may not verify clients; peer TLS is always
 // mutual, because an unauthenticated peer can join raft and read every key. Leaf certificates
 // are re-read by etcd on every handshake, so rotating them needs no restart.
 // See https://etcd.io/docs/v3.6/op-guide/security/.

@@ -30,9 +30,9 @@ const (
 // guardVolumeSize bounds the emptyDir: the guard is a small static binary.
 var guardVolumeSize = resource.MustParse("32Mi")
 
-// Guarded reports whether a member's Pod runs etcd under the data-dir guard: a PVC member, when
-// the operator knows the guard's image. A Memory member's data lives exactly as long as its Pod,
-// so the guard could never see it lost; its lost Pods are replaced instead (behaviour.md §9).
+// Guarded reports whether a member's Pod runs etcd under the data-dir guard: a PVC member, when the
+// operator knows the guard's image. A Memory member's data lives exactly as long as its Pod, so the
+// guard could never see it lost; its lost Pods are replaced instead (docs/design/healing.md).
 func Guarded(member *etcdv1alpha2.EtcdMember, in Inputs) bool {
 	return guardedSpec(&member.Spec, in.GuardImage)
 }

@@ -50,12 +50,12 @@ const templateGeneration = 1
 // any chance of two templates of one member colliding, and keeps the value readable.
 const hashLength = 10
 
-// TemplateHash digests exactly the restart-relevant part of a member template (behaviour.md §12):
-// the etcd image and version, for PVC members the guard image, effective resources, effective etcd options (including the default
-// quota), effective affinity (including the default anti-affinity), topology spread constraints,
-// node selector, tolerations, priority class, the effective Pod security context, the storage
-// medium and, for Memory members, the tmpfs size, the TLS Secret references and modes, the CA
-// digests and templateGeneration.
+// TemplateHash digests exactly the restart-relevant part of a member template
+// (docs/design/rolling-updates.md): the etcd image and version, for PVC members the guard image,
+// effective resources, effective etcd options (including the default quota), effective affinity
+// (including the default anti-affinity), topology spread constraints, node selector, tolerations,
+// priority class, the effective Pod security context, the storage medium and, for Memory members,
+// the tmpfs size, the TLS Secret references and modes, the CA digests and templateGeneration.
 //
 // It leaves out what is applied in place or only matters once: additionalMetadata,
 // imagePullSecrets, initialCluster, clusterToken, bootstrap, dormant, restore, and the PVC size

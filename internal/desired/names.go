@@ -102,8 +102,8 @@ func MemberHost(member, service, namespace string) string {
 	return member + "." + service + "." + namespace + ".svc"
 }
 
-// ClusterLabels are the labels on every object the operator creates for a cluster (api.md §6.1).
-// Services and the PodDisruptionBudget select on LabelCluster only.
+// ClusterLabels are the labels on every object the operator creates for a cluster (docs/api.md,
+// "Labels"). Services and the PodDisruptionBudget select on LabelCluster only.
 func ClusterLabels(cluster string) map[string]string {
 	return map[string]string{
 		etcdv1alpha2.LabelName:      etcdv1alpha2.NameEtcd,

@@ -12,8 +12,8 @@ import (
 // quorum is the number of voters a raft cluster of n voters needs to make progress: ⌊n/2⌋+1.
 func quorum(n int32) int32 { return n/2 + 1 }
 
-// PDB builds the cluster's PodDisruptionBudget (behaviour.md §20), or returns nil when there are
-// no voters, in which case the caller deletes any existing one.
+// PDB builds the cluster's PodDisruptionBudget (docs/design/quorum.md, "PDB arithmetic"), or
+// returns nil when there are no voters, in which case the caller deletes any existing one.
 //
 // minAvailable is the quorum of max(voters, target): during a scale-up or bootstrap the budget
 // already protects the quorum the cluster is heading for (a lone seed of a 3-member cluster

@@ -12,7 +12,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 )
 
-// TestPDBArithmetic is behaviour.md §20's table, plus the edges.
+// TestPDBArithmetic is the table of docs/design/quorum.md, "PDB arithmetic", plus the edges.
 func TestPDBArithmetic(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -44,9 +44,9 @@ var (
 // single-node cluster, a drain of all but one node).
 const antiAffinityWeight int32 = 100
 
-// Pod builds a member's Pod (behaviour.md §21). It is named after the member, owned by it, and
-// annotated with the template hash it was built from; the member controller compares that hash
-// with the one the cluster controller authorised to decide whether to recreate the Pod.
+// Pod builds a member's Pod (docs/design/pod-template.md). It is named after the member, owned by
+// it, and annotated with the template hash it was built from; the member controller compares that
+// hash with the one the cluster controller authorised to decide whether to recreate the Pod.
 //
 // Callers build a Pod only for a member whose spec.initialCluster is set (an empty one means
 // the member has not been added to etcd yet) and only with a State from InitialClusterState that

@@ -13,7 +13,7 @@ const (
 	probePeriodSeconds int32 = 10
 	// startupPeriodSeconds probes a starting member every second: the kubelet runs the first
 	// readiness probe only after startup succeeds, so the startup period is added to every
-	// member's time to Ready, and membership steps wait on that (behaviour.md §6).
+	// member's time to Ready, and membership steps wait on that (docs/design/membership-flows.md).
 	startupPeriodSeconds int32 = 1
 	// startupFailureThreshold × startupPeriodSeconds (10 minutes) is how long a starting member
 	// may spend replaying its WAL and loading a large backend before liveness takes over.

@@ -8,7 +8,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 )
 
-// Services builds the cluster's two Services (api.md §7).
+// Services builds the cluster's two Services (docs/api.md, "Objects and their names").
 //
 // The headless Service <cluster> gives every member its stable DNS name. It publishes
 // not-ready addresses because members must resolve each other before they are ready: a

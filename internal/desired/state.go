@@ -27,8 +27,9 @@ const (
 var ErrParentUnreadable = errors.New("the parent EtcdCluster could not be read, so the member's initial cluster state is unknown")
 
 // InitialClusterState derives a member's --initial-cluster-state from the bootstrap phase
-// (behaviour.md §4): "new" only for the seed (spec.bootstrap), before etcd has reported a member
-// ID for it and while its parent has no cluster ID; "existing" otherwise.
+// (docs/design/membership-flows.md, "Bootstrap"): "new" only for the seed (spec.bootstrap), before
+// etcd has reported a member ID for it and while its parent has no cluster ID; "existing"
+// otherwise.
 //
 // parentClusterID is the parent's status.clusterID; parentReadable is false when reading the
 // parent failed. That case fails closed with ErrParentUnreadable: treating an unreadable parent as

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/backoff"
 )
 
-// Per-call timeouts (behaviour.md §24). Each call applies its timeout on top of the caller's
-// context, so a caller's shorter deadline still wins.
+// Per-call timeouts (docs/design/timings.md, "etcd call timeouts"). Each call applies its timeout
+// on top of the caller's context, so a caller's shorter deadline still wins.
 const (
 	// DialTimeout bounds establishing a connection (and, with auth, fetching a token).
 	DialTimeout = 3 * time.Second
@@ -37,7 +37,7 @@ const (
 	// file and blocks the member while it runs.
 	DefragmentTimeout = 5 * time.Minute
 	// HashKVTimeout bounds one member's HashKV, which reads the whole keyspace up to a revision.
-	// Not in behaviour.md §24: chosen to cover a full 2 GiB backend on slow disks.
+	// Not in the original specification: chosen to cover a full 2 GiB backend on slow disks.
 	HashKVTimeout = time.Minute
 )
 

@@ -1,9 +1,10 @@
-// Package etcdclient is the operator's narrow boundary to etcd (style.md rule 8): an interface
-// listing only the etcd calls the operator makes, an adapter over go.etcd.io/etcd/client/v3 that
-// applies a per-call timeout (behaviour.md §24), maps protobuf responses to this package's own
-// Member and Status types, and classifies etcd's errors into sentinels for errors.Is, with
-// addresses and credentials removed from their text; and a Pool that keeps one client per
-// cluster across reconciles (behaviour.md §1).
+// Package etcdclient is the operator's narrow boundary to etcd
+// (docs/design/house-rules.md, rule 8): an interface listing only the etcd calls the operator
+// makes, an adapter over go.etcd.io/etcd/client/v3 that applies a per-call timeout
+// (docs/design/timings.md), maps protobuf responses to this package's own Member and Status types,
+// and classifies etcd's errors into sentinels for errors.Is, with addresses and credentials removed
+// from their text; and a Pool that keeps one client per cluster across reconciles
+// (docs/design/quorum.md, "Pooling").
 //
 // Keeping the boundary narrow hides protobuf from the planners, makes every etcd failure
 // injectable through the fakes in package etcdfake, and lets unit tests fail the way etcd really

@@ -28,7 +28,7 @@ func WithDialer(d Dialer) PoolOption {
 
 // Key identifies what a pooled client was dialled with: the endpoint set (order-insensitive),
 // the TLS material digest and a digest of the credentials. A client is reused only while all
-// three stay the same (behaviour.md §1).
+// three stay the same (docs/design/quorum.md, "Pooling").
 type Key struct {
 	// Endpoints are the sorted, de-duplicated endpoints joined by commas.
 	Endpoints string

@@ -1,7 +1,7 @@
 // Package etcdview carries what the EtcdCluster controller sees of each member in etcd to the
-// EtcdMember controller, which classifies it (behaviour.md §9: a member whose Pod is Ready but
-// whose endpoint does not answer is Healthy=Unknown/Unreachable; a lagging one gets a note). Only
-// the cluster controller talks to every member's endpoint on every pass; the member controller
+// EtcdMember controller, which classifies it (docs/design/healing.md: a member whose Pod is Ready
+// but whose endpoint does not answer is Healthy=Unknown/Unreachable; a lagging one gets a note).
+// Only the cluster controller talks to every member's endpoint on every pass; the member controller
 // reads etcd only to release its finalizer. Keeping the observations in memory, not in the API,
 // means no extra writes: after an operator restart they are known again after the cluster
 // controller's first pass.

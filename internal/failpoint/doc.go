@@ -1,6 +1,6 @@
 // Package failpoint stops the operator at a named step, so that crash-consistency tests can
 // prove that every step of bootstrap, scale-up and scale-down is safe to be interrupted right
-// after it (style.md §2.2, "Crash consistency").
+// after it (docs/design/crash-safety.md).
 //
 // The cluster controller calls Inject with a step name right after every etcd mutation and every
 // Kubernetes write of those flows. In production nothing is armed and Inject costs one atomic

@@ -18,10 +18,11 @@ const ExitCode = 77
 // Step names. Each is hit right after the write or etcd call it names has succeeded.
 const (
 	// SpecAdopted follows the status patch that adopts a new spec into status.observed
-	// (behaviour.md §5): the first target, a change on a converged cluster, or a retry after
-	// the deadline.
+	// (docs/design/membership-flows.md, "Latched target"): the first target, a change on a
+	// converged cluster, or a retry after the deadline.
 	SpecAdopted = "spec-adopted"
-	// SeedCreated follows the create of the seed EtcdMember (behaviour.md §4 B1).
+	// SeedCreated follows the create of the seed EtcdMember (bootstrap state B1,
+	// docs/design/membership-flows.md).
 	SeedCreated = "seed-created"
 	// SeedVoterStamped follows the status patch pre-stamping the seed as a voter (B2).
 	SeedVoterStamped = "seed-voter-stamped"
@@ -29,43 +30,43 @@ const (
 	SeedInitialClusterPatched = "seed-initial-cluster-patched"
 	// ClusterIDLatched follows the status patch that latches status.clusterID (B4).
 	ClusterIDLatched = "cluster-id-latched"
-	// MemberCreated follows the create of a new (pending) EtcdMember (§6 step 4).
+	// MemberCreated follows the create of a new (pending) EtcdMember (scale-up).
 	MemberCreated = "member-created"
-	// LearnerAdded follows MemberAddAsLearner (§6 step 1).
+	// LearnerAdded follows MemberAddAsLearner (scale-up).
 	LearnerAdded = "learner-added"
 	// LearnerInitialClusterPatched follows the patch of a learner's spec.initialCluster.
 	LearnerInitialClusterPatched = "learner-initial-cluster-patched"
-	// LearnerPromoted follows MemberPromote (§6 step 2).
+	// LearnerPromoted follows MemberPromote (scale-up).
 	LearnerPromoted = "learner-promoted"
 	// MemberStatusPatched follows a patch of an EtcdMember's memberID, isVoter or version.
 	MemberStatusPatched = "member-status-patched"
-	// OrphanRemoved follows MemberRemove of a learner no EtcdMember explains (§6 step 3).
+	// OrphanRemoved follows MemberRemove of a learner no EtcdMember explains.
 	OrphanRemoved = "orphan-removed"
-	// LeaderMoved follows MoveLeader away from a scale-down victim (§7).
+	// LeaderMoved follows MoveLeader away from a scale-down victim.
 	LeaderMoved = "leader-moved"
-	// RemovalReasonSet follows the annotation of a victim with removal-reason (§7).
+	// RemovalReasonSet follows the annotation of a victim with removal-reason.
 	RemovalReasonSet = "removal-reason-set"
-	// MemberRemoved follows MemberRemove of a victim (§7).
+	// MemberRemoved follows MemberRemove of a victim.
 	MemberRemoved = "member-removed"
-	// MemberDeleted follows the delete of a removed member's EtcdMember (§7).
+	// MemberDeleted follows the delete of a removed member's EtcdMember.
 	MemberDeleted = "member-deleted"
-	// PVCDeleted follows the delete of a removed member's PVC (§7).
+	// PVCDeleted follows the delete of a removed member's PVC.
 	PVCDeleted = "pvc-deleted"
-	// DormantSet follows the patch that makes the last member dormant (§8).
+	// DormantSet follows the patch that makes the last member dormant (pause).
 	DormantSet = "dormant-set"
-	// MemberWoken follows the patch that wakes the dormant member (§8).
+	// MemberWoken follows the patch that wakes the dormant member (resume).
 	MemberWoken = "member-woken"
-	// AlarmDisarmed follows AlarmDisarm of the CORRUPT alarm of a replaced member (§9).
+	// AlarmDisarmed follows AlarmDisarm of the CORRUPT alarm of a replaced member.
 	AlarmDisarmed = "alarm-disarmed"
 	// MemberReadopted follows the create of an EtcdMember for an orphan PVC, under the
-	// PVC's member name (§10 re-adoption).
+	// PVC's member name (re-adoption).
 	MemberReadopted = "member-readopted"
 	// ReadoptedMemberIDSet follows the status patch prefilling a re-adopted member's memberID.
 	ReadoptedMemberIDSet = "readopted-member-id-set"
 	// PVCReadopted follows the rewrite of a re-adopted PVC's member-uid to its new member.
 	PVCReadopted = "pvc-readopted"
 	// TemplateAuthorised follows the patch that writes the latched template and its hash onto
-	// a member (§12 rolling update).
+	// a member (a rolling-update step).
 	TemplateAuthorised = "template-authorised"
 )
 

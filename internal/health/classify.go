@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Reasons of the EtcdMember Healthy condition (api.md §3.2).
+// Reasons of the EtcdMember Healthy condition (docs/api.md, "EtcdMember status and conditions").
 const (
 	ReasonHealthy            = "Healthy"
 	ReasonDataLost           = "DataLost"
@@ -22,7 +22,8 @@ const (
 	ReasonUnreachable        = "Unreachable"
 )
 
-// EtcdCluster Degraded reasons a member's health contributes (behaviour.md §22).
+// EtcdCluster Degraded reasons a member's health contributes
+// (docs/design/conditions-and-events.md).
 const (
 	DegradedMembersUnhealthy    = "MembersUnhealthy"
 	DegradedMemberStartFailed   = "MemberStartFailed"
@@ -41,7 +42,8 @@ const (
 	// the same PVC and identity; no membership change (PVC members only).
 	ActionRecreatePod Action = "RecreatePod"
 	// ActionReplace means replacing the member under a new identity — quorum-gated MemberRemove (if
-	// it is still a member), delete the EtcdMember, delete its PVC, gap-fill (behaviour.md §9).
+	// it is still a member), delete the EtcdMember, delete its PVC, gap-fill
+	// (docs/design/healing.md).
 	ActionReplace Action = "Replace"
 	// ActionHaltRollout means stopping the rolling update without replacing (StartFailed).
 	ActionHaltRollout Action = "HaltRollout"
@@ -93,8 +95,8 @@ var rules = []rule{
 	(*classifier).unreachable,
 }
 
-// Classify computes one member's Healthy condition from an observation (behaviour.md §9). It is
-// pure and deterministic: equal observations give equal results.
+// Classify computes one member's Healthy condition from an observation (docs/design/healing.md). It
+// is pure and deterministic: equal observations give equal results.
 func Classify(obs Observation) Result {
 	c := &classifier{obs: obs, g: obs.Graces.withDefaults()}
 	if obs.Pod != nil && obs.Pod.Container.LastTermination != nil {
@@ -417,7 +419,8 @@ func (c *classifier) healthy() Result {
 }
 
 // OrphanMember decides about an etcd member that no EtcdMember and no PVC explains
-// (behaviour.md §9): remove it once it has been seen for OrphanMemberGrace. firstSeen is when
+// (docs/design/membership-flows.md, "Orphan etcd members"; the planner times them itself and does
+// not call this): remove it once it has been seen for OrphanMemberGrace. firstSeen is when
 // the caller first saw it; recheck is the time left otherwise.
 func OrphanMember(firstSeen, now time.Time) (remove bool, recheck time.Duration) {
 	left := firstSeen.Add(OrphanMemberGrace).Sub(now)

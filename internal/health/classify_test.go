@@ -76,7 +76,8 @@ type want struct {
 	contains []string
 }
 
-// TestClassify has one case per row of behaviour.md §9's table (named "§9 …") plus the edges
+// TestClassify has one case per failure row (named "§9 …" after the specification section that
+// first listed them; the rows are now in docs/design/healing.md, "Classification") plus the edges
 // around each grace and the precedence between rows.
 func TestClassify(t *testing.T) {
 	t.Parallel()
@@ -265,7 +266,8 @@ func TestClassifyMessageIsStableOverTime(t *testing.T) {
 	}
 }
 
-// TestOrphanMember is §9's "etcd member without any CR or PVC" row.
+// TestOrphanMember is the "etcd member without any CR or PVC" row (docs/design/membership-flows.md,
+// "Orphan etcd members").
 func TestOrphanMember(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

@@ -29,8 +29,8 @@ type fixtureIndex struct {
 	} `json:"cases"`
 }
 
-// requiredCases must exist for every supported minor: the failures behaviour.md §9 classifies
-// from termination messages.
+// requiredCases must exist for every supported minor: the failures docs/design/healing.md
+// classifies from termination messages.
 var requiredCases = []string{
 	"db-corrupt", "wal-corrupt", "db-older-than-snapshot", "wiped-restart-new", "wiped-restart-existing",
 	"wiped-restart-after-removal", "restart-after-removal", "cluster-id-mismatch", "peer-url-mismatch",

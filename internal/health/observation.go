@@ -13,7 +13,8 @@ import (
 type Observation struct {
 	// Now is the current time; every grace is measured against it.
 	Now time.Time
-	// Graces are the operator's grace flags; zero fields take the defaults of behaviour.md §24.
+	// Graces are the operator's grace flags; zero fields take the defaults
+	// (docs/design/timings.md).
 	Graces Graces
 	// Minor is the etcd minor the member runs ("3.6", or a full version), which selects the
 	// termination-message pattern table.
@@ -145,7 +146,7 @@ type EtcdView struct {
 	Lagging bool
 }
 
-// Graces are the operator's timing flags that Classify uses (behaviour.md §24).
+// Graces are the operator's timing flags that Classify uses (docs/design/timings.md, "Graces").
 type Graces struct {
 	// MemberFailure is how long a member that was Ready may stay not Ready before it is a
 	// crash loop (memberFailureGrace).
@@ -162,7 +163,7 @@ type Graces struct {
 	Terminating time.Duration
 }
 
-// Defaults of behaviour.md §24.
+// Default graces (docs/design/timings.md, "Graces").
 const (
 	DefaultMemberFailureGrace = 3 * time.Minute
 	DefaultMemberStartGrace   = 5 * time.Minute
@@ -171,7 +172,7 @@ const (
 	DefaultTerminatingGrace   = 5 * time.Minute
 
 	// CrashLoopRestarts restarts within CrashLoopWindow make a crash loop before
-	// memberFailureGrace has passed (behaviour.md §9).
+	// memberFailureGrace has passed (docs/design/healing.md, "Classification").
 	CrashLoopRestarts = 3
 	// CrashLoopWindow is the window CrashLoopRestarts are counted in.
 	CrashLoopWindow = 10 * time.Minute
@@ -180,7 +181,7 @@ const (
 	OrphanMemberGrace = time.Minute
 )
 
-// DefaultGraces returns the graces of behaviour.md §24.
+// DefaultGraces returns the default graces (docs/design/timings.md, "Graces").
 func DefaultGraces() Graces {
 	return Graces{
 		MemberFailure: DefaultMemberFailureGrace,

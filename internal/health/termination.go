@@ -35,7 +35,7 @@ const (
 )
 
 // Replaceable reports whether the class alone warrants replacing the member (after two
-// consecutive identical terminations, behaviour.md §9).
+// consecutive identical terminations, docs/design/healing.md, "Classification").
 func (c FatalClass) Replaceable() bool {
 	switch c {
 	case ClassDataCorrupt, ClassDataLost, ClassRemovedFromCluster:
@@ -116,7 +116,8 @@ var (
 		"etcd's bbolt database does not match its raft snapshot",
 		`database file \(.*\) does not match with snapshot|failed to recover v3 backend from snapshot|failed to find database snapshot file|etcdserver\.recoverSnapshot\(`)
 	// The initial corruption check found a hash different from its peers'
-	// (server/etcdserver/corrupt.go, InitialCheck; enabled by the operator, behaviour.md §21).
+	// (server/etcdserver/corrupt.go, InitialCheck; enabled by the operator,
+	// docs/design/pod-template.md).
 	patInitialCorruptCheck = pattern("initial-corrupt-check", ClassDataCorrupt,
 		"etcd's initial corruption check found data inconsistent with its peers",
 		`found data inconsistency with peers|failed initial corruption check`)

@@ -1,6 +1,7 @@
-// Package metrics defines the operator's own Prometheus metrics (behaviour.md §23) and
-// registers them with controller-runtime's registry, which the manager serves at /metrics next to
-// the library's defaults (reconcile counts and durations per controller, work-queue depths).
+// Package metrics defines the operator's own Prometheus metrics
+// (docs/design/conditions-and-events.md) and registers them with controller-runtime's registry,
+// which the manager serves at /metrics next to the library's defaults (reconcile counts and
+// durations per controller, work-queue depths).
 //
 // Controllers record through the functions here, never through the collectors directly, so the
 // label sets stay closed and cardinality bounded: action types and outcomes are fixed words,

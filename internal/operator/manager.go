@@ -24,9 +24,9 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 )
 
-// LeaderElectionID is the name of the leader-election Lease (api.md §7). It must never change: a new
-// operator version with another name would not see the old version's Lease during an upgrade, and two
-// leaders would change etcd membership at the same time.
+// LeaderElectionID is the name of the leader-election Lease (docs/api.md, "Objects and their
+// names"). It must never change: a new operator version with another name would not see the old
+// version's Lease during an upgrade, and two leaders would change etcd membership at the same time.
 const LeaderElectionID = "aa20b3a9.etcd-operator.cozystack.io"
 
 // inClusterNamespaceFile is where the kubelet mounts the Pod's namespace with its service account

@@ -44,7 +44,7 @@ func TestManagerOptions(t *testing.T) {
 			t.Parallel()
 			got := managerOptions(tt.opts, scheme, "ops")
 			if got.LeaderElectionID != "aa20b3a9.etcd-operator.cozystack.io" {
-				t.Errorf("LeaderElectionID = %q, want the Lease name of api.md §7", got.LeaderElectionID)
+				t.Errorf("LeaderElectionID = %q, want the Lease name of docs/api.md", got.LeaderElectionID)
 			}
 			if !got.LeaderElection || got.LeaderElectionNamespace != "ops" || !got.LeaderElectionReleaseOnCancel {
 				t.Errorf("leader election = %t in %q, release on cancel %t; want true in \"ops\", true",

@@ -89,8 +89,8 @@ type Options struct {
 	MetricsBindAddress string
 	// GracefulShutdownTimeout bounds how long the manager waits for its runnables after a stop signal.
 	GracefulShutdownTimeout time.Duration
-	// Graces are how long each member failure may last before the member's Healthy condition
-	// turns False (behaviour.md §9, §24); the EtcdMember controller classifies with them.
+	// Graces are how long each member failure may last before the member's Healthy condition turns
+	// False (docs/design/timings.md, "Graces"); the EtcdMember controller classifies with them.
 	Graces health.Graces
 	// OrphanMemberGrace is how long the EtcdCluster controller leaves an etcd member that no
 	// EtcdMember explains before it removes it.

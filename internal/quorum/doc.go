@@ -1,7 +1,7 @@
 // Package quorum decides whether one membership change or member disruption is safe for an
 // etcd cluster. It is pure arithmetic over a projection of the membership (voters with a health
 // fact each, learners with the started and in-sync facts etcd reports) and does no I/O, so it
-// can be, and is, tested exhaustively (behaviour.md §3, style.md rule 6).
+// can be, and is, tested exhaustively (docs/design/quorum.md; docs/design/house-rules.md, rule 6).
 //
 // # Invariants
 //

@@ -40,7 +40,7 @@ func (h Health) String() string {
 	}
 }
 
-// Observation holds the facts that make a voter healthy (behaviour.md §3).
+// Observation holds the facts that make a voter healthy (docs/design/quorum.md, "Vocabulary").
 type Observation struct {
 	// StatusAnswered is true when the member answered Status within its timeout this pass.
 	StatusAnswered bool
@@ -259,8 +259,8 @@ func (e *RefusedError) Error() string {
 // Is makes errors.Is(err, ErrRefused) true.
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
-// Check decides whether action is safe over view, by the rules of behaviour.md §3 (summarised in
-// the package documentation). It never panics and allocates only for the message.
+// Check decides whether action is safe over view, by the rules of docs/design/quorum.md (summarised
+// in the package documentation). It never panics and allocates only for the message.
 func Check(view View, action Action) Decision {
 	d := Decision{
 		Voters:   len(view.Voters),
@@ -495,16 +495,17 @@ func b2i(b bool) int {
 }
 
 // AvailableQuorum returns q(max(voters, target)): the number of Ready voters the Available
-// condition requires (behaviour.md §22). Taking the larger of the two means a cluster that is
-// still growing towards its target is not reported available on the strength of its seed alone,
-// and a shrinking cluster keeps the stricter quorum of its current membership.
+// condition requires (docs/design/quorum.md, "Available arithmetic"). Taking the larger of the two
+// means a cluster that is still growing towards its target is not reported available on the
+// strength of its seed alone, and a shrinking cluster keeps the stricter quorum of its current
+// membership.
 func AvailableQuorum(voters, target int) int {
 	return Of(max(voters, target))
 }
 
 // MinAvailable returns the PodDisruptionBudget's integer minAvailable, q(max(voters, target)),
 // or deletePDB when there are no voters (a paused or lost cluster has nothing to protect)
-// (behaviour.md §20).
+// (docs/design/quorum.md, "PDB arithmetic").
 func MinAvailable(voters, target int) (value int32, deletePDB bool) {
 	if voters <= 0 {
 		return 0, true

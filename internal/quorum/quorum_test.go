@@ -111,7 +111,7 @@ func (t target) String() string {
 	return [...]string{"-", "healthy voter", "unhealthy voter", "learner", "unknown member"}[t]
 }
 
-// oracle is the expected decision, written from the tables of behaviour.md §3 independently of
+// oracle is the expected decision, written from the rules of docs/design/quorum.md independently of
 // the implementation: counts only, its own majority function, no shared helpers.
 func oracle(voters, unhealthy int, learner *quorum.Learner, kind quorum.Kind, tgt target) (allowed, disruptive bool, reason quorum.Reason) {
 	majority := func(n int) int { // the smallest k with 2k > n
@@ -281,7 +281,7 @@ func checkOne(t *testing.T, vw quorum.View, voters, unhealthy int, cause unhealt
 	}
 }
 
-// TestCheckSpecExamples are the example rows of behaviour.md §3, with the messages operators
+// TestCheckSpecExamples are the example rows of docs/design/quorum.md, with the messages operators
 // will read in conditions and Events.
 func TestCheckSpecExamples(t *testing.T) {
 	t.Parallel()
@@ -466,7 +466,7 @@ func TestRefusedError(t *testing.T) {
 	}
 }
 
-// TestMinAvailable is the table of behaviour.md §20.
+// TestMinAvailable is the table of docs/design/quorum.md, "PDB arithmetic".
 func TestMinAvailable(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// The rules of behaviour.md §14. A refusal wraps exactly one of them, so callers and tests tell
-// them apart with errors.Is.
+// The rules of docs/design/versions.md. A refusal wraps exactly one of them, so callers and tests
+// tell them apart with errors.Is.
 var (
 	// ErrTooOld: the target is older than Oldest.
 	ErrTooOld = errors.New("older than the oldest supported version")
@@ -48,7 +48,7 @@ func (e *Rejected) Error() string { return e.msg }
 func (e *Rejected) Unwrap() error { return e.Rule }
 
 // Check decides whether the cluster may move to target given the versions its members run
-// (behaviour.md §14):
+// (docs/design/versions.md, "Rules"):
 //
 //   - target older than 3.5.0 → refused;
 //   - major differs from any running member → refused;

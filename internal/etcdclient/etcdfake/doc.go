@@ -1,9 +1,9 @@
-// Package etcdfake holds the two fakes of etcdclient.Client (style.md rule 8): Recorder, which
-// returns canned responses and errors per method and logs every call, for asserting which calls a
-// step makes; and Cluster, which enforces etcd's membership rules (one learner, quorum to commit,
-// "peer URL exists", "learner not in sync", strict reconfiguration checks), for driving planners
-// and step functions through realistic failures.
+// Package etcdfake holds the two fakes of etcdclient.Client (docs/design/house-rules.md, rule 8):
+// Recorder, which returns canned responses and errors per method and logs every call, for asserting
+// which calls a step makes; and Cluster, which enforces etcd's membership rules (one learner,
+// quorum to commit, "peer URL exists", "learner not in sync", strict reconfiguration checks), for
+// driving planners and step functions through realistic failures.
 //
-// Fakes are for decision logic only (style.md §2.1). What etcd really does is proven against
+// Fakes are for decision logic only (TESTING.md, "Unit"). What etcd really does is proven against
 // real etcd processes in test/integration/etcdclient.
 package etcdfake
