@@ -5,7 +5,7 @@ import "context"
 // Clients hands out one pooled etcd client per cluster. T is the interface its consumer
 // declares for the calls it makes: each controller sees only its own calls (the EtcdMember
 // controller, which must never change membership, gets no membership call at all), so the
-// compiler enforces what each controller may do (docs/design/code-style.md, the narrow etcd
+// compiler enforces what each controller may do (docs/design/house-rules.md, the narrow etcd
 // boundary). *Pool is a Clients[Client]; Narrow gives any other T over it.
 type Clients[T any] interface {
 	// Get returns the client for cluster, dialled with cfg; a changed cfg re-dials.

@@ -1,5 +1,5 @@
 // Package etcdcluster is the EtcdCluster controller: the only writer of etcd membership
-// (docs/design/code-style.md, one writer of membership). Every pass runs three phases in order:
+// (docs/design/house-rules.md, one writer of membership). Every pass runs three phases in order:
 //
 //   - observe (observe*.go): read the EtcdCluster, its EtcdMembers, Pods, PVCs, the TLS material
 //     it asks for and etcd's view, once, into an immutable observation;

@@ -16,7 +16,7 @@ import (
 // createMember creates a pending EtcdMember, the seed (KindCreateSeed) or a new member of a
 // scale-up (KindCreateMember), with GenerateName. The API server's name generation is the only
 // dedupe a stale cache cannot break, so an uncached list must first confirm that the cache
-// missed no member (docs/design/code-style.md, trust observation).
+// missed no member (docs/design/house-rules.md, trust observation).
 func (x *executor) createMember(ctx context.Context, a membership.Action) (step.Result, error) {
 	c := x.cluster()
 	var list etcdv1alpha2.EtcdMemberList
