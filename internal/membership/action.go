@@ -55,12 +55,12 @@ const (
 	KindDisarmCorrupt Kind = "DisarmCorrupt"
 	// KindReadopt re-creates the EtcdMember of an orphan data PVC under its old name (unless
 	// Action.Readopt.Create is false), prefills its member ID when known, and rewrites the
-	// PVC's member-uid to the new member (behaviour.md §10).
+	// PVC's member-uid to the new member (docs/design/healing.md).
 	KindReadopt Kind = "Readopt"
 	// KindAuthorise writes the latched template and its hash (Action.Hash) onto a member in
 	// one patch: the member controller then restarts the member's Pod with it when the Pod
 	// runs another hash (Action.Disrupts), or has nothing to do when it already runs it
-	// (behaviour.md §12).
+	// (docs/design/rolling-updates.md).
 	KindAuthorise Kind = "Authorise"
 )
 
@@ -72,7 +72,7 @@ func Kinds() []Kind {
 		KindDisarmCorrupt, KindReadopt, KindAuthorise}
 }
 
-// Progressing reasons (behaviour.md §22) the planner chooses.
+// Progressing reasons (docs/design/conditions-and-events.md) the planner chooses.
 const (
 	ReasonWaitingForSeed           = "WaitingForSeed"
 	ReasonBootstrapping            = "Bootstrapping"

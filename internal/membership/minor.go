@@ -30,7 +30,7 @@ type MinorInput struct {
 	SnapshotCount int64
 }
 
-// NextMinorSince updates status.minorSince from one pass (behaviour.md §14; finding 9 in
+// NextMinorSince updates status.minorSince from one pass (docs/design/versions.md; finding 9 in
 // docs/e2e-lifecycle.md). It records the committed raft index at which the operator first saw
 // every member on one minor, and marks it snapshotted once every member has applied more than a
 // snapshot interval (plus snapshotMargin) beyond it: every member has then taken a raft snapshot

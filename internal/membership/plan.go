@@ -12,7 +12,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
-// Next returns the one step to take for s, first match wins (behaviour.md §2 step 6). See the
+// Next returns the one step to take for s, first match wins (docs/design/membership-flows.md, "Planner order"). See the
 // package documentation for the order. A step that would start etcd waits while TLS material
 // the spec asks for is missing.
 func Next(s Scope) Action {
@@ -141,7 +141,7 @@ func hasPVCOf(s *Scope, e etcdclient.Member) bool {
 }
 
 // orphanPVCs are PVCs whose member is neither an EtcdMember (by name or UID) nor in etcd's member
-// list, sorted by name. A PVC whose member etcd still lists is left for re-adoption (§10).
+// list, sorted by name. A PVC whose member etcd still lists is left for re-adoption (docs/design/membership-flows.md, "Re-adoption of orphan PVCs").
 func orphanPVCs(s *Scope) []PVC {
 	var out []PVC
 	for _, p := range s.PVCs {
@@ -227,7 +227,7 @@ func strictReconfigWait(s *Scope) (string, time.Duration) {
 	return p.name, p.at.Sub(s.Now)
 }
 
-// bootstrap walks B0–B4 (behaviour.md §4). Only called while no cluster ID is latched.
+// bootstrap walks B0–B4 (docs/design/membership-flows.md, "Bootstrap"). Only called while no cluster ID is latched.
 func bootstrap(s *Scope) Action {
 	var seeds, others []Member
 	for _, m := range s.Members {
@@ -268,7 +268,7 @@ func bootstrap(s *Scope) Action {
 		Reason: ReasonBootstrapping, Message: fmt.Sprintf("seed %s formed the cluster", seed.Name)}
 }
 
-// replaceable are the Healthy reasons whose member cannot recover in place (behaviour.md §9):
+// replaceable are the Healthy reasons whose member cannot recover in place (docs/design/healing.md):
 // its data is gone or wrong, etcd no longer counts it, its process keeps failing though it ran
 // with its current template before, or its node is lost. StartFailed (a template that never ran),
 // OOMKilled (a replacement would be killed too) and Unschedulable (a new Pod would have the
@@ -417,7 +417,8 @@ func promote(s *Scope) (Action, bool) {
 			continue
 		}
 		if !e.Started() {
-			// A learner that never starts within memberStartGrace is replaced (§9, later).
+			// A learner that never starts is Healthy=False/StartFailed, and replace (above)
+			// removes it after the back-off (docs/design/healing.md, "Replacement back-off").
 			return Action{Kind: KindWait, Member: m.Name, MemberID: e.ID, Reason: progressReason(s, ReasonScalingUp),
 				RequeueAfter: MembershipPoll, Message: fmt.Sprintf("waiting for learner %s to start", m.Name) + because(m)}, true
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
-// Timings the planner asks the controller to requeue after (behaviour.md §24). Watches drive
+// Timings the planner asks the controller to requeue after (docs/design/timings.md). Watches drive
 // most work; these are for external state only (etcd and the Pods' processes).
 const (
 	// MembershipPoll is how soon to look again while a member's process starts or joins. Only
@@ -73,7 +73,7 @@ type Member struct {
 	// says what holds the member back (the scheduler's reason, a missing Secret).
 	NotReadyMessage string
 	// HealthyReason and HealthyMessage are the reason and message of the member's Healthy
-	// condition while it is False: the member controller's classification (behaviour.md §9).
+	// condition while it is False: the member controller's classification (docs/design/healing.md).
 	HealthyReason, HealthyMessage string
 	// Updated is true when the member's Updated condition is True (its Pod runs the template
 	// it carries).
@@ -153,7 +153,7 @@ type PVC struct {
 	// data: controlled by something else, or older than the cluster (left by an earlier cluster
 	// of the same name under reclaimPolicy Retain, or adopted from another operator).
 	Foreign bool
-	// Claim is the PVC's size, capacity and StorageClass, for storage growth (behaviour.md §13).
+	// Claim is the PVC's size, capacity and StorageClass, for storage growth (docs/design/storage.md).
 	Claim Claim
 }
 
@@ -214,7 +214,7 @@ type Scope struct {
 	Observed *etcdv1alpha2.ObservedClusterSpec
 }
 
-// Backoff spaces out replacements of members that never started (behaviour.md §9).
+// Backoff spaces out replacements of members that never started (docs/design/healing.md).
 type Backoff struct {
 	// Attempts counts the consecutive members that never started.
 	Attempts int32

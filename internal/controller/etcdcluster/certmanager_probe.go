@@ -31,7 +31,7 @@ type resourceLister interface {
 }
 
 // discoveryProbe asks discovery whether cert-manager.io/v1 serves certificates, and trusts the
-// answer for a while (behaviour.md §4: re-probed every 60 s, so installing cert-manager needs no
+// answer for a while (docs/design/membership-flows.md, "Waiting for TLS material": re-probed every 60 s, so installing cert-manager needs no
 // operator restart, while a fleet of clusters costs one discovery call a minute).
 type discoveryProbe struct {
 	api   resourceLister

@@ -25,7 +25,7 @@ func certManagerRequested(t *etcdv1alpha2.EtcdClusterTLS) bool {
 }
 
 // tlsSecretNames are the Secrets spec.tls refers to, the operator's client Secret included,
-// sorted: the ones the user names, and the ones cert-manager is to issue (api.md §7).
+// sorted: the ones the user names, and the ones cert-manager is to issue (docs/api.md, "Objects and their names").
 func tlsSecretNames(c *etcdv1alpha2.EtcdCluster) []string {
 	var out []string
 	if m := memberTLS(c); m != nil {
@@ -50,7 +50,7 @@ func tlsSecretNames(c *etcdv1alpha2.EtcdCluster) []string {
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// observeTLS finds which of the TLS material spec.tls asks for is missing (behaviour.md §4):
+// observeTLS finds which of the TLS material spec.tls asks for is missing (docs/design/membership-flows.md, "Bootstrap"):
 // cert-manager's API, and the Secrets, read uncached and by name (metadata only: the operator
 // has no business holding key material it does not use).
 func (r *Reconciler) observeTLS(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (membership.TLS, error) {

@@ -13,7 +13,7 @@ import (
 )
 
 // applyPDB creates, updates or deletes the cluster's PodDisruptionBudget for the given voters
-// and target (behaviour.md §20): minAvailable = q(max(voters, target)), deleted with no voters.
+// and target (docs/design/quorum.md, "PDB arithmetic"): minAvailable = q(max(voters, target)), deleted with no voters.
 // It runs on every pass, bootstrap included.
 func (x *executor) applyPDB(ctx context.Context, voters, target int32) error {
 	want := desired.PDB(x.cluster(), voters, target)

@@ -71,8 +71,8 @@ func TestMemberViewReadyNeedsTheReadyPod(t *testing.T) {
 	}
 }
 
-// TestRemoveFirstIsReadByPresence: behaviour.md §7 ranks "members annotated remove-first"
-// second, and the annotation's value carries nothing (api.md §6.2). An empty value, which
+// TestRemoveFirstIsReadByPresence: docs/design/membership-flows.md, "Scale down" ranks "members annotated remove-first"
+// second, and the annotation's value carries nothing (docs/api.md, "Annotations"). An empty value, which
 // "kubectl annotate ... remove-first=" writes, must rank the member first like any other value.
 func TestRemoveFirstIsReadByPresence(t *testing.T) {
 	t.Parallel()
