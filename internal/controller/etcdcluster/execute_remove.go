@@ -39,14 +39,7 @@ func (x *executor) remove(ctx context.Context, a membership.Action) (step.Result
 		failpoint.Inject(failpoint.RemovalReasonSet)
 	}
 	if a.InEtcd {
-		cli, err := x.etcd()
-		if err != nil {
-			return step.Result{}, err
-		}
-		if res, err := x.stillPlanned(ctx, cli, a); err != nil || res.Done() {
-			return res, err
-		}
-		if res, err := memberRemove(ctx, cli, a.MemberID); err != nil || res.Done() {
+		if res, err := x.removeFromEtcd(ctx, a); err != nil || res.Done() {
 			return res, err
 		}
 		failpoint.Inject(failpoint.MemberRemoved)
@@ -64,6 +57,16 @@ func (x *executor) remove(ctx context.Context, a membership.Action) (step.Result
 // removeOrphan removes an etcd member no EtcdMember explains (docs/design/membership-flows.md,
 // orphans), after the orphan grace the planner waited.
 func (x *executor) removeOrphan(ctx context.Context, a membership.Action) (step.Result, error) {
+	if res, err := x.removeFromEtcd(ctx, a); err != nil || res.Done() {
+		return res, err
+	}
+	failpoint.Inject(failpoint.OrphanRemoved)
+	x.event(corev1.EventTypeNormal, eventMemberRemoved, "removed learner "+etcdclient.FormatID(a.MemberID)+", which no EtcdMember explained")
+	return step.Continue, nil
+}
+
+// removeFromEtcd removes a.MemberID from etcd once a fresh member list confirms the plan.
+func (x *executor) removeFromEtcd(ctx context.Context, a membership.Action) (step.Result, error) {
 	cli, err := x.etcd()
 	if err != nil {
 		return step.Result{}, err
@@ -71,12 +74,7 @@ func (x *executor) removeOrphan(ctx context.Context, a membership.Action) (step.
 	if res, err := x.stillPlanned(ctx, cli, a); err != nil || res.Done() {
 		return res, err
 	}
-	if res, err := memberRemove(ctx, cli, a.MemberID); err != nil || res.Done() {
-		return res, err
-	}
-	failpoint.Inject(failpoint.OrphanRemoved)
-	x.event(corev1.EventTypeNormal, eventMemberRemoved, "removed learner "+etcdclient.FormatID(a.MemberID)+", which no EtcdMember explained")
-	return step.Continue, nil
+	return memberRemove(ctx, cli, a.MemberID)
 }
 
 // memberRemove removes a member from etcd; "not found" means a previous pass did.

@@ -37,16 +37,21 @@ func TestPromoteNotInSyncIsWaiting(t *testing.T) {
 	}
 }
 
-func TestJoinRefusedByEtcdIsWaiting(t *testing.T) {
-	t.Parallel()
-	rec := &etcdfake.Recorder{Members: []etcdclient.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a.c.ns.svc:2380"}}}}
-	rec.SetError(etcdfake.MemberAddAsLearner, etcdclient.NewError("MemberAddAsLearner", etcdclient.ErrUnhealthyCluster))
+// joiningObservation is voter a, Ready, and a pending member p the planner adds next.
+func joiningObservation(rec *etcdfake.Recorder) *observation {
 	a, p := member("a", false), member("p", true)
 	a.Status.IsVoter, a.Status.MemberID = true, etcdclient.FormatID(1)
 	o := testObservation(rec, a, p)
 	o.pods = map[string]*corev1.Pod{"a": {Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
-	x, _ := testExecutor(o)
+	return o
+}
+
+func TestJoinRefusedByEtcdIsWaiting(t *testing.T) {
+	t.Parallel()
+	rec := &etcdfake.Recorder{Members: []etcdclient.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a.c.ns.svc:2380"}}}}
+	rec.SetError(etcdfake.MemberAddAsLearner, etcdclient.NewError("MemberAddAsLearner", etcdclient.ErrUnhealthyCluster))
+	x, _ := testExecutor(joiningObservation(rec))
 	act := x.plan.Action
 	if act.Kind != membership.KindJoin || act.Member != "p" || act.Gate == nil || !act.Gate.Allowed {
 		t.Fatalf("planned %+v, want an allowed Join of p", act)
@@ -66,12 +71,7 @@ func TestJoinRefusedByEtcdIsWaiting(t *testing.T) {
 func TestStillPlannedWaitsWhenEtcdChanged(t *testing.T) {
 	t.Parallel()
 	rec := &etcdfake.Recorder{Members: []etcdclient.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a.c.ns.svc:2380"}}}}
-	a, p := member("a", false), member("p", true)
-	a.Status.IsVoter, a.Status.MemberID = true, etcdclient.FormatID(1)
-	o := testObservation(rec, a, p)
-	o.pods = map[string]*corev1.Pod{"a": {Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
-	x, _ := testExecutor(o)
+	x, _ := testExecutor(joiningObservation(rec))
 	// Another replica added p meanwhile: the join now only patches, no add.
 	rec.Members = append(rec.Members, etcdclient.Member{ID: 2, PeerURLs: []string{"http://p.c.ns.svc:2380"}, IsLearner: true})
 	res, err := x.stillPlanned(context.Background(), rec, x.plan.Action)
