@@ -48,11 +48,3 @@ func testExecutor(o *observation) (*executor, *events.FakeRecorder) {
 	r := New(nil, nil, rec, nil)
 	return r.executor(o, planPass(o)), rec
 }
-
-func voters(names ...string) []etcdclient.Member {
-	out := make([]etcdclient.Member, 0, len(names))
-	for i, n := range names {
-		out = append(out, etcdclient.Member{ID: uint64(i + 1), Name: n, PeerURLs: []string{"http://" + n + ":2380"}})
-	}
-	return out
-}
