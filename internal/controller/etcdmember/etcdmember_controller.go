@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -30,6 +29,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
 // ControllerName names the controller in logs, metrics and as the Events' reporting controller.
@@ -47,9 +47,10 @@ const (
 	// secretWait paces retries while a TLS Secret the Pod mounts is missing (a fixed interval
 	// rather than exponential back-off, so that a Secret created late is picked up promptly).
 	secretWait = 10 * time.Second
-	// conflictRetry requeues quietly after an API conflict or an AlreadyExists from a stale
-	// cache.
-	conflictRetry = time.Second
+	// conflictRetry requeues a create that met AlreadyExists for the member's own object, which
+	// the cache does not show yet: the same "look again" as an API conflict, which step.Finish
+	// requeues after the same interval.
+	conflictRetry = step.ConflictRetry
 	// createRetry paces retries of a Pod create the API server refused: the member is down
 	// until it succeeds, and the refusal usually lifts without an event this controller sees.
 	createRetry = 5 * time.Second
@@ -267,7 +268,9 @@ func clusterChangesThatMatter() predicate.Funcs {
 //     keep role=voter and additionalMetadata in place.
 //  8. Requeue only for external state (etcd membership during a deletion, a missing Secret)
 //     and for the end of a running classifier grace (pending, start, failure, node-lost,
-//     terminating), which no event marks; watches drive everything else.
+//     terminating), which no event marks, whichever comes sooner; a write conflict or an
+//     AlreadyExists from a stale cache requeues quietly after step.ConflictRetry; watches drive
+//     everything else.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	member := &etcdv1alpha2.EtcdMember{}
 	if err := r.client.Get(ctx, req.NamespacedName, member); err != nil {
@@ -283,79 +286,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var out step.Result
+	// Status is written on every path from here, errors included, and a running grace that
+	// ends before the step's own interval brings the pass back sooner.
 	defer func() {
 		recheck, err := r.patchStatus(ctx, sc)
-		if err != nil {
-			retErr = errors.Join(retErr, err)
-		}
-		if recheck > 0 && (res.RequeueAfter == 0 || recheck < res.RequeueAfter) {
-			res.RequeueAfter = recheck
-		}
-		res, retErr = quietConflicts(res, retErr)
+		res, retErr = step.Finish(out.Sooner(recheck), errors.Join(retErr, err))
 	}()
-
-	if !member.DeletionTimestamp.IsZero() {
-		return r.runSteps(ctx, sc, []step{r.reconcileDelete})
-	}
-	if !controllerutil.ContainsFinalizer(member, etcdv1alpha2.FinalizerMemberCleanup) {
-		if err := r.addFinalizer(ctx, sc); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return r.runSteps(ctx, sc, []step{r.ensurePVC, r.ensurePod})
+	out, retErr = r.runSteps(ctx, sc)
+	return ctrl.Result{}, retErr // the deferred status write makes the result
 }
 
-// step is one unit of a pass. Steps run in order; the first that asks to stop or requeue ends
-// the pass, and its requeue interval is the pass's.
-type step func(ctx context.Context, sc *scope) (stepResult, error)
-
-// stepResult says how a pass goes on after a step.
-type stepResult struct {
-	// stop ends the pass without a requeue: the next watch event continues.
-	stop bool
-	// requeueAfter ends the pass and asks for another one after this long.
-	requeueAfter time.Duration
-	// reason says why the pass ended early, for the log.
-	reason string
-}
-
-// proceed lets the next step run.
-var proceed = stepResult{}
-
-func (r *Reconciler) runSteps(ctx context.Context, sc *scope, steps []step) (ctrl.Result, error) {
-	for _, s := range steps {
-		res, err := s(ctx, sc)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if res.stop || res.requeueAfter > 0 {
-			if res.reason != "" {
-				logf.FromContext(ctx).V(1).Info("Pass ended early", "reason", res.reason, "requeueAfter", res.requeueAfter)
-			}
-			return ctrl.Result{RequeueAfter: res.requeueAfter}, nil
-		}
+// runSteps runs the steps of the pass over sc in order, until one fails or ends the pass: the
+// deletion branch alone for a member being deleted, otherwise the finalizer, the PVC and the
+// Pod. The steps take the pass's scope; step.Run knows only the context, so each is bound to sc.
+func (r *Reconciler) runSteps(ctx context.Context, sc *scope) (step.Result, error) {
+	bind := func(name string, run func(context.Context, *scope) (step.Result, error)) step.Named {
+		return step.Named{Name: name, Run: func(ctx context.Context) (step.Result, error) { return run(ctx, sc) }}
 	}
-	return ctrl.Result{}, nil
-}
-
-// quietConflicts turns API conflicts and AlreadyExists (a stale cache racing a write) into a
-// short requeue without an error: they say "look again", not "something failed".
-func quietConflicts(res ctrl.Result, err error) (ctrl.Result, error) {
-	if err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	if !sc.member.DeletionTimestamp.IsZero() {
+		return step.Run(ctx, nil, bind("delete", r.reconcileDelete))
 	}
-	return res, err
+	return step.Run(ctx, nil, bind("finalizer", r.ensureFinalizer), bind("pvc", r.ensurePVC), bind("pod", r.ensurePod))
 }
 
-// addFinalizer adds the member-cleanup finalizer with an optimistic lock, so that a concurrent
-// change of the finalizer list is never overwritten.
-func (r *Reconciler) addFinalizer(ctx context.Context, sc *scope) error {
+// ensureFinalizer adds the member-cleanup finalizer when it is missing, with an optimistic lock,
+// so that a concurrent change of the finalizer list is never overwritten.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, sc *scope) (step.Result, error) {
+	if controllerutil.ContainsFinalizer(sc.member, etcdv1alpha2.FinalizerMemberCleanup) {
+		return step.Continue, nil
+	}
 	base := sc.member.DeepCopy()
 	controllerutil.AddFinalizer(sc.member, etcdv1alpha2.FinalizerMemberCleanup)
 	if err := r.client.Patch(ctx, sc.member, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding finalizer %s: %w", etcdv1alpha2.FinalizerMemberCleanup, err)
+		return step.Continue, fmt.Errorf("adding finalizer %s: %w", etcdv1alpha2.FinalizerMemberCleanup, err)
 	}
-	return nil
+	return step.Continue, nil
 }
 
 // images are the images this operator builds members of the given version from, as the
