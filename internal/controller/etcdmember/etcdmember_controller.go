@@ -61,21 +61,22 @@ const (
 	errorBackoffMax  = 5 * time.Minute
 )
 
-// EtcdClients hands out etcd clients. *etcdclient.Pool implements it; tests inject fakes. The
-// controller only ever calls MemberList on what it gets.
-type EtcdClients interface {
-	// Get returns the client for key, dialled with cfg.
-	Get(ctx context.Context, key string, cfg etcdclient.Config) (etcdclient.Client, error)
-	// Forget closes and drops key's client.
-	Forget(key string) error
+// memberLister is the one etcd call this controller makes: reading the member list, to release
+// the finalizer of a member being deleted. Without membership calls in its interface, the
+// compiler holds it to never changing membership (docs/design/house-rules.md, rule 2).
+type memberLister interface {
+	MemberList(ctx context.Context) ([]etcdclient.Member, error)
 }
+
+// asMemberLister narrows a pooled client to the call this controller makes.
+func asMemberLister(c etcdclient.Client) memberLister { return c }
 
 // Reconciler reconciles EtcdMembers. Build it with New (or SetupWithManager).
 type Reconciler struct {
 	client          client.Client
 	apiReader       client.Reader
 	recorder        events.EventRecorder
-	etcd            EtcdClients
+	etcd            etcdclient.Clients[memberLister]
 	clock           clock.PassiveClock
 	imageRepository string
 	// guardImage holds the data-dir guard of PVC members' Pods; empty runs them unguarded.
@@ -91,9 +92,16 @@ type Reconciler struct {
 // Option configures a Reconciler.
 type Option func(*Reconciler)
 
-// WithEtcdClients sets where etcd clients come from; normally the operator's shared
-// *etcdclient.Pool. Without it the controller keeps a private pool.
-func WithEtcdClients(c EtcdClients) Option { return func(r *Reconciler) { r.etcd = c } }
+// WithEtcdClients sets where etcd clients come from: an *etcdclient.Pool, or a test's fake.
+// The controller sees its clients only through memberLister. Without it the controller keeps a
+// private pool.
+func WithEtcdClients(pool etcdclient.Clients[etcdclient.Client]) Option {
+	return func(r *Reconciler) {
+		if pool != nil {
+			r.etcd = etcdclient.Narrow(pool, asMemberLister)
+		}
+	}
+}
 
 // WithClock sets the clock condition transition times are read from.
 func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
@@ -140,7 +148,7 @@ func New(c client.Client, apiReader client.Reader, opts ...Option) *Reconciler {
 		o(r)
 	}
 	if r.etcd == nil {
-		r.etcd = etcdclient.NewPool()
+		r.etcd = etcdclient.Narrow(etcdclient.NewPool(), asMemberLister)
 	}
 	if r.recorder == nil {
 		r.recorder = discardRecorder{}

@@ -116,7 +116,7 @@ type fakeEtcd struct {
 	gets     map[string]int
 }
 
-var _ etcdmember.EtcdClients = (*fakeEtcd)(nil)
+var _ etcdclient.Clients[etcdclient.Client] = (*fakeEtcd)(nil)
 
 // clusterOf extracts "<namespace>/<cluster>" from a pool key, whatever suffix the controller
 // adds.
