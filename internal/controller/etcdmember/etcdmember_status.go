@@ -16,6 +16,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/internal/podstate"
 )
 
 // Condition reasons on EtcdMember (api.md §3.2). PodAbsent and TemplateUnknown are this
@@ -173,7 +174,7 @@ func servingCondition(in statusInput) condition {
 		return notReady("no pod")
 	case !in.pod.DeletionTimestamp.IsZero():
 		return notReady("pod is terminating")
-	case !podReady(in.pod):
+	case !podstate.ReadyCondition(in.pod):
 		phase := in.pod.Status.Phase
 		if phase == "" {
 			phase = corev1.PodPending
@@ -234,16 +235,6 @@ func versionDriftedCondition(m *etcdv1alpha2.EtcdMember) (condition, bool) {
 		return condition{metav1.ConditionFalse, ReasonVersionMatched, "member runs " + running + " as specified"}, true
 	}
 	return condition{metav1.ConditionTrue, ReasonVersionMismatch, "member runs " + running + ", spec.version is " + m.Spec.Version}, true
-}
-
-// podReady reports the Pod's Ready condition.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // readyConditionOf returns the member's Ready condition, or nil.
