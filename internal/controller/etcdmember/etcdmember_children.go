@@ -18,7 +18,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
-// Event reasons of the member controller's actions (behaviour.md §23 where a reason fits).
+// Event reasons of the member controller's actions, from docs/design/conditions-and-events.md,
+// "Events", where a reason there fits.
 const (
 	// EventPodCreated: the member's first Pod was created.
 	EventPodCreated = "PodCreated"
@@ -127,8 +128,9 @@ func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (step.Result, err
 			return r.deletePod(ctx, sc, "member is dormant: Pod deleted, PVC "+desired.PVCName(m.Name)+" and member identity kept")
 		case pod.Status.Phase == corev1.PodFailed && m.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory:
 			// Evicted or shut down with its node: the data is on the PVC, so a new Pod with the
-			// same identity picks up where it stopped (behaviour.md §9). A Memory member's
-			// Failed Pod is left for the EtcdCluster controller to replace.
+			// same identity picks up where it stopped (docs/design/healing.md, "Classification",
+			// podFailed). A Memory member's Failed Pod is left for the EtcdCluster controller to
+			// replace.
 			return r.deletePod(ctx, sc, "Pod failed ("+pod.Status.Reason+"); it is recreated from PVC "+desired.PVCName(m.Name))
 		}
 		if d, err := r.templateRestart(ctx, sc); err != nil || d.restart {
@@ -146,7 +148,8 @@ func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (step.Result, err
 	if m.Spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory && m.Status.PodUID != "" {
 		// The member ran before and its tmpfs data went with its Pod. Starting a new, empty
 		// process under the old identity could let it vote without the log it acknowledged;
-		// the EtcdCluster controller replaces the member instead (behaviour.md §9).
+		// the EtcdCluster controller replaces the member instead (docs/design/healing.md,
+		// "Replacement").
 		sc.notes.memoryPodLost = true
 		return step.Continue, nil
 	}

@@ -35,8 +35,8 @@ import (
 // ControllerName names the controller in logs, metrics and as the Events' reporting controller.
 const ControllerName = "etcdmember"
 
-// Requeue intervals (behaviour.md §24). Watches drive every other pass: Pods, PVCs, the
-// EtcdMember and its parent EtcdCluster all trigger a reconcile when they change.
+// Requeue intervals (docs/design/timings.md, "Requeue intervals"). Watches drive every other pass:
+// Pods, PVCs, the EtcdMember and its parent EtcdCluster all trigger a reconcile when they change.
 const (
 	// memberRemovalPoll re-reads etcd's membership while a deletion waits for the EtcdCluster
 	// controller's MemberRemove (the "membership step poll"): nothing in Kubernetes changes when
@@ -118,16 +118,19 @@ func WithEtcdViews(board *etcdview.Board) Option { return func(r *Reconciler) { 
 // (--data-guard-image, by default the operator's own); empty runs them without the guard.
 func WithGuardImage(image string) Option { return func(r *Reconciler) { r.guardImage = image } }
 
-// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain). Member DNS names never
-// carry it (api.md §7); it is kept for the fully qualified names TLS checks will need.
+// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain). Nothing here reads it
+// yet: member DNS names never carry it (docs/api.md, "Objects and their names"), and the checks
+// of fully qualified names in member certificates that would need it are not built yet.
 func WithClusterDomain(domain string) Option { return func(r *Reconciler) { r.clusterDomain = domain } }
 
 // WithPendingGrace sets how long a member's Pod may stay unschedulable before the member is
-// Healthy=False/Unschedulable (behaviour.md §9); zero keeps health.DefaultPendingGrace.
+// Healthy=False/Unschedulable (docs/design/healing.md, "Classification"); zero keeps
+// health.DefaultPendingGrace.
 func WithPendingGrace(d time.Duration) Option { return func(r *Reconciler) { r.graces.Pending = d } }
 
-// WithGraces sets every grace of the health classification (behaviour.md §9, §24); zero
-// fields keep the defaults. It replaces an earlier WithPendingGrace.
+// WithGraces sets every grace of the health classification (docs/design/healing.md and
+// docs/design/timings.md, "Graces"); zero fields keep the defaults. Options apply in order, so
+// WithGraces after WithPendingGrace overrides the pending grace too.
 func WithGraces(g health.Graces) Option { return func(r *Reconciler) { r.graces = g } }
 
 // WithRecorder sets the Event recorder.
@@ -141,7 +144,9 @@ func WithClient(c client.Client) Option { return func(r *Reconciler) { r.client 
 func WithAPIReader(rd client.Reader) Option { return func(r *Reconciler) { r.apiReader = rd } }
 
 // New builds a Reconciler that reads through c (normally the manager's cached client) and
-// reads Secrets through apiReader, uncached and by name (behaviour.md §1).
+// reads Secrets through apiReader, uncached and by name: the operator then needs only get on
+// Secrets and keeps no cache of every Secret in the cluster (docs/design/member-controller.md,
+// "Wiring").
 func New(c client.Client, apiReader client.Reader, opts ...Option) *Reconciler {
 	r := &Reconciler{client: c, apiReader: apiReader, clock: clock.RealClock{}}
 	for _, o := range opts {
@@ -339,7 +344,7 @@ func (r *Reconciler) images(version string) desired.Images {
 }
 
 // event records an action on the member and, when the parent is known, on the cluster too
-// (behaviour.md §23: member-scoped Events appear on both).
+// (member-scoped Events appear on both: docs/design/conditions-and-events.md, "Events").
 func (r *Reconciler) event(sc *scope, eventType, reason, action, note string, args ...any) {
 	var related *etcdv1alpha2.EtcdCluster
 	if sc.parent != nil {

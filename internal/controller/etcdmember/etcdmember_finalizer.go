@@ -38,11 +38,11 @@ const (
 	msgWaitingForRemoval = "waiting for the EtcdCluster controller to remove the member from etcd"
 )
 
-// decideWithoutEtcd is the part of the finalizer decision that needs no etcd call (behaviour.md
-// §11, api.md §6.3): release when the parent cluster is gone or being deleted (the whole cluster
-// goes, and calling MemberRemove on a cluster that is shutting down would deadlock the
-// deletion), or when the member never joined (no member ID and no initialCluster). Otherwise the
-// member list decides.
+// decideWithoutEtcd is the part of the finalizer decision that needs no etcd call
+// (docs/design/membership-flows.md, "Cluster deletion"; docs/api.md, "Finalizer"): release when the
+// parent cluster is gone or being deleted (the whole cluster goes, and calling MemberRemove on a
+// cluster that is shutting down would deadlock the deletion), or when the member never joined (no
+// member ID and no initialCluster). Otherwise the member list decides.
 func decideWithoutEtcd(m *etcdv1alpha2.EtcdMember, parent parentState) releaseDecision {
 	switch parent {
 	case parentGone:

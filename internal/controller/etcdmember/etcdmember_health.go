@@ -19,9 +19,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/podstate"
 )
 
-// memberHealth classifies the member with the health classifier (behaviour.md §9): the one
-// source of the Healthy condition. recheck is how long until a running grace ends (zero for
-// none): no watch event marks that moment, so the pass requeues for it.
+// memberHealth classifies the member with the health classifier (docs/design/healing.md,
+// "Classification"): the one source of the Healthy condition. recheck is how long until a running
+// grace ends (zero for none): no watch event marks that moment, so the pass requeues for it.
 func memberHealth(in statusInput, now time.Time) (c condition, recheck time.Duration) {
 	res := health.Classify(observe(in, now))
 	return condition{res.Status, res.Reason, res.Message}, res.RecheckAfter

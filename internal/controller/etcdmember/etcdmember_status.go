@@ -19,8 +19,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/podstate"
 )
 
-// Condition reasons on EtcdMember (api.md §3.2). PodAbsent and TemplateUnknown are this
-// controller's additions for an Updated condition that has no Pod, or no hash, to compare.
+// Condition reasons on EtcdMember (docs/api.md, "EtcdMember status and conditions"). PodAbsent and
+// TemplateUnknown are this controller's additions for an Updated condition that has no Pod, or no
+// hash, to compare.
 const (
 	ReasonPodReady            = "PodReady"
 	ReasonPodNotReady         = "PodNotReady"
@@ -43,7 +44,7 @@ const (
 )
 
 // EventMemberFailed announces a member's Healthy condition turning False, with its
-// classification (behaviour.md §23).
+// classification (docs/design/conditions-and-events.md, "Events").
 const EventMemberFailed = "MemberFailed"
 
 // actionClassify is the Event action of a health classification.
@@ -58,7 +59,8 @@ type statusInput struct {
 	// pvcOwned says the member's PVC exists and is its own.
 	pvcOwned bool
 	notes    notes
-	// graces are the classifier's graces; zero fields take the defaults of behaviour.md §24.
+	// graces are the classifier's graces; zero fields take the defaults of
+	// docs/design/timings.md, "Graces".
 	graces health.Graces
 	// clusterID is the parent's latched etcd cluster ID, empty when unknown: a termination
 	// message naming another cluster ID means the member's data belongs elsewhere.
