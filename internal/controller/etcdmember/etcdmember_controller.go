@@ -259,31 +259,31 @@ func clusterChangesThatMatter() predicate.Funcs {
 //  2. Build the scope once: the parent EtcdCluster (present, deleting, gone or unreadable, checked
 //     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
 //  3. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
-//     replicas, selector, restartBaseline, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
-//     observations and patched once, only if it changed. Healthy is health.Classify's verdict
-//     on the Pod, its etcd container's terminations and restarts since it was first seen not
-//     Ready (status.restartBaseline), for a Pod stuck terminating its Node, and for a Pending
-//     Pod the Node its bound volume is pinned to; Healthy turning False (or changing its reason
-//     while False) is announced with one MemberFailed Warning.
-//  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
-//     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)
-//     and release it, or hold it and say why. Nothing else runs.
-//  5. Add the member-cleanup finalizer if it is missing.
-//  6. Ensure the PVC (PVC members): create data-<member> when absent; refuse a foreign one,
-//     but wait while it is an earlier member's of this name (re-adoption rewrites its
+//     replicas, selector, restartBaseline, conditions Ready, Updated, VersionDrifted, Healthy) is
+//     computed from this pass's observations and patched once, only if it changed. Healthy is
+//     health.Classify's verdict on the Pod, its etcd container's terminations and restarts since it
+//     was first seen not Ready (status.restartBaseline), for a Pod stuck terminating, its Node, and
+//     for a Pending Pod the Node its bound volume is pinned to; Healthy turning False (or changing
+//     its reason while False) is announced with one MemberFailed Warning.
+//  4. Deletion branch (step "delete"): if the member is being deleted, decide whether the
+//     member-cleanup finalizer may go (parent gone or deleting; never joined; or absent from etcd's
+//     MemberList) and release it, or hold it and say why. Nothing else runs.
+//  5. Add the member-cleanup finalizer if it is missing ("finalizer").
+//  6. Ensure the PVC ("pvc", PVC members only): create data-<member> when absent; refuse a foreign
+//     one, but wait while it is an earlier member's of this name (re-adoption rewrites its
 //     member-uid); keep its labels and additionalMetadata in place.
-//  7. Ensure the Pod: delete it gracefully when dormant, delete a Failed Pod of a PVC member
-//     (it is recreated from its PVC next pass), delete a PVC member's Pod whose template hash
-//     differs from the one the EtcdCluster controller authorised (a rolling-update restart,
-//     decideRestart), otherwise create it when initialCluster is set
-//     (never for a Memory member that lost its Pod, and never while the parent is unreadable);
-//     refuse a foreign Pod, wait for an earlier member's of this name to be garbage-collected;
-//     keep role=voter and additionalMetadata in place.
-//  8. Requeue only for external state (etcd membership during a deletion, a missing Secret)
-//     and for the end of a running classifier grace (pending, start, failure, node-lost,
-//     terminating), which no event marks, whichever comes sooner; a write conflict or an
-//     AlreadyExists from a stale cache requeues quietly after step.ConflictRetry; watches drive
-//     everything else.
+//  7. Ensure the Pod ("pod"): delete it gracefully when dormant, delete a Failed Pod of a PVC
+//     member (it is recreated from its PVC next pass), delete a PVC member's Pod whose template
+//     hash differs from the one the EtcdCluster controller authorised (a rolling-update restart,
+//     decideRestart), otherwise create it when initialCluster is set (never for a Memory member
+//     that lost its Pod, and never while the parent is unreadable); refuse a foreign Pod, wait for
+//     an earlier member's of this name to be garbage-collected; keep role=voter and
+//     additionalMetadata in place.
+//  8. Requeue only for external state (etcd membership during a deletion, a missing Secret, a Pod
+//     create the API server refused) and for the end of a running classifier grace (pending, start,
+//     failure, node-lost, terminating), which no event marks, whichever comes sooner; a write
+//     conflict or an AlreadyExists from a stale cache requeues quietly after step.ConflictRetry;
+//     watches drive everything else.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	member := &etcdv1alpha2.EtcdMember{}
 	if err := r.client.Get(ctx, req.NamespacedName, member); err != nil {
