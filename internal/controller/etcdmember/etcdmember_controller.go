@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/internal/metrics"
 	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
@@ -317,10 +318,11 @@ func (r *Reconciler) runSteps(ctx context.Context, sc *scope) (step.Result, erro
 	bind := func(name string, run func(context.Context, *scope) (step.Result, error)) step.Named {
 		return step.Named{Name: name, Run: func(ctx context.Context) (step.Result, error) { return run(ctx, sc) }}
 	}
+	observe := func(name string, took time.Duration) { metrics.StepDuration(ControllerName, name, took) }
 	if !sc.member.DeletionTimestamp.IsZero() {
-		return step.Run(ctx, nil, bind("delete", r.reconcileDelete))
+		return step.Run(ctx, observe, bind("delete", r.reconcileDelete))
 	}
-	return step.Run(ctx, nil, bind("finalizer", r.ensureFinalizer), bind("pvc", r.ensurePVC), bind("pod", r.ensurePod))
+	return step.Run(ctx, observe, bind("finalizer", r.ensureFinalizer), bind("pvc", r.ensurePVC), bind("pod", r.ensurePod))
 }
 
 // ensureFinalizer adds the member-cleanup finalizer when it is missing, with an optimistic lock,
