@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
@@ -27,9 +29,8 @@ func gated(s *Scope, a Action, q quorum.Action) Action {
 }
 
 // onlyStartingVoters names the voters that are not healthy, and reports whether every one of
-// them has a running Pod whose etcd container started less than StartingVoterGrace ago: a
-// learner just promoted, or a member just woken, on its way to Ready. A refusal caused only by
-// them is waiting.
+// them started less than StartingVoterGrace ago and is not failing: a learner just promoted, or
+// a member just woken, on its way to Ready. A refusal caused only by them is waiting.
 func onlyStartingVoters(s *Scope) ([]string, bool) {
 	var out []string
 	for _, e := range s.Voters() {
@@ -37,13 +38,29 @@ func onlyStartingVoters(s *Scope) ([]string, bool) {
 			continue
 		}
 		m, hasCR := s.MemberOf(e)
-		if !hasCR || !m.PodRunning || m.Unhealthy || m.ContainerStarted.IsZero() || s.Now.Sub(m.ContainerStarted) >= StartingVoterGrace {
+		if !hasCR || m.Unhealthy {
+			return nil, false
+		}
+		started := startedAt(s, m, e)
+		if started.IsZero() || s.Now.Sub(started) >= StartingVoterGrace {
 			return nil, false
 		}
 		out = append(out, m.Name)
 	}
 	slices.Sort(out)
 	return out, len(out) > 0
+}
+
+// startedAt is when voter m (etcd member e) last started: its etcd container's start while its
+// Pod runs, else when this operator first saw etcd list it started. The second covers the moment
+// right after a promotion: etcd already runs and answers, but the Pod's status, which the
+// kubelet reports a little later, may still say otherwise in the cache. Zero when neither is
+// known, or when it was started before the operator first looked.
+func startedAt(s *Scope, m Member, e etcdclient.Member) time.Time {
+	if m.PodRunning && !m.ContainerStarted.IsZero() {
+		return m.ContainerStarted
+	}
+	return s.Etcd.StartedSeen[e.ID]
 }
 
 func isAre(n int) string {

@@ -197,7 +197,7 @@ func strictReconfigWait(s *Scope) (string, time.Duration) {
 	var pending []settling
 	connected := 0
 	for _, v := range voters {
-		seen, ok := s.Etcd.StartedSeen[v.ID]
+		seen, ok := connectedSince(s, v)
 		switch {
 		case v.ID == s.Etcd.Leader || (ok && !seen.Add(StrictReconfigSettle).After(s.Now)):
 			connected++ // the leader needs no connection to itself
@@ -212,4 +212,21 @@ func strictReconfigWait(s *Scope) (string, time.Duration) {
 	slices.SortFunc(pending, func(a, b settling) int { return a.at.Compare(b.at) })
 	p := pending[missing-1]
 	return p.name, p.at.Sub(s.Now)
+}
+
+// connectedSince estimates when etcd's leader connected to voter v: when its etcd container
+// started, if the operator saw the Pod run before it saw etcd list the member started, else when
+// it first saw it listed. The operator sees a member listed only at its next pass after the
+// connection (and a Pod's start time is truncated to the second), so the earlier of the two is
+// the closer estimate. Erring early costs only etcd's refusal, which is waiting, and a retry;
+// erring late costs the wait. false: v was never seen started.
+func connectedSince(s *Scope, v etcdclient.Member) (time.Time, bool) {
+	seen, ok := s.Etcd.StartedSeen[v.ID]
+	if !ok || seen.IsZero() {
+		return seen, ok
+	}
+	if m, hasCR := s.MemberOf(v); hasCR && m.PodRunning && !m.ContainerStarted.IsZero() && m.ContainerStarted.Before(seen) {
+		return m.ContainerStarted, true
+	}
+	return seen, true
 }

@@ -134,6 +134,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (step.Resul
 
 	switch {
 	case d.release:
+		if res, err := r.deleteRemovedMembersPod(ctx, sc); err != nil {
+			return res, err
+		}
 		if err := r.removeFinalizer(ctx, sc); err != nil {
 			return step.Result{}, err
 		}
@@ -161,6 +164,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (step.Resul
 		return step.Stop(""), nil
 	}
 	return step.Requeue(memberRemovalPoll, "waiting for MemberRemove"), nil
+}
+
+// deleteRemovedMembersPod deletes the Pod of a member that left etcd, before its finalizer goes:
+// the garbage collector would delete it once the EtcdMember is gone, one hop later, and a
+// scale-down is done only once no removed member's Pod is left terminating. The member serves
+// nothing any more (etcd no longer lists it), so nothing is lost by stopping it now. A cluster
+// being deleted leaves everything to the garbage collector.
+func (r *Reconciler) deleteRemovedMembersPod(ctx context.Context, sc *scope) (step.Result, error) {
+	if sc.parentState != parentPresent || sc.pod == nil || !sc.podOwned || !sc.pod.DeletionTimestamp.IsZero() {
+		return step.Continue, nil
+	}
+	return r.deletePod(ctx, sc, "the member left etcd")
 }
 
 // removeFinalizer removes the member-cleanup finalizer with an optimistic lock.
