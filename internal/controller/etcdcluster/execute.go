@@ -48,6 +48,16 @@ type effects struct {
 	clusterID string
 	// backoff is the replacement back-off recorded (KindBackoff).
 	backoff *etcdv1alpha2.ReplacementBackoff
+	// removed is the member a KindRemove took out of etcd and deleted, so that status counts
+	// what is left rather than what was there when the pass began.
+	removed *removal
+}
+
+// removal is one executed removal: the EtcdMember, and the etcd member ID when it was in etcd.
+type removal struct {
+	member, reason string
+	memberID       uint64
+	inEtcd         bool
 }
 
 func (r *Reconciler) executor(o *observation, plan membership.Plan) *executor {

@@ -51,6 +51,7 @@ func (x *executor) remove(ctx context.Context, a membership.Action) (step.Result
 		}
 		failpoint.Inject(failpoint.MemberDeleted)
 	}
+	x.effects.removed = &removal{member: m.Name, reason: m.Annotations[etcdv1alpha2.AnnotationRemovalReason], memberID: a.MemberID, inEtcd: a.InEtcd}
 	return step.Continue, nil
 }
 

@@ -1,9 +1,12 @@
 package etcdcluster
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -33,11 +36,15 @@ func renderStatus(o *observation, plan *membership.Plan, fx effects) renderedSta
 		st.ReplacementBackoff = fx.backoff
 	}
 
-	// The scope the plan left, with what this pass's own status writes change in it.
+	// The scope the plan left, with what this pass's own status writes and executed actions
+	// change in it.
 	s := plan.After
 	s.ClusterID = st.ClusterID
 	if b := st.ReplacementBackoff; b != nil {
 		s.Backoff = membership.Backoff{Attempts: b.Attempts, NotBefore: b.NotBefore.Time}
+	}
+	if fx.removed != nil {
+		s = withoutRemoved(s, *fx.removed)
 	}
 	counts := membership.Count(&s)
 	st.ReadyMembers = int32(counts.ReadyVoters) //nolint:gosec // G115: bounded by the member count
@@ -73,4 +80,20 @@ func minorInput(c *etcdv1alpha2.EtcdCluster, st *etcdv1alpha2.EtcdClusterStatus,
 		in.Members = append(in.Members, m.ID)
 	}
 	return in
+}
+
+// withoutRemoved is s after an executed removal: etcd no longer lists the member, and its
+// EtcdMember is on its way out. Without it, the pass that removed the last member of a scale-down
+// would still count it, and readyMembers would reach the target only a pass later.
+func withoutRemoved(s membership.Scope, rm removal) membership.Scope {
+	if rm.inEtcd {
+		s.Etcd.Members = slices.DeleteFunc(slices.Clone(s.Etcd.Members), func(e etcdclient.Member) bool { return e.ID == rm.memberID })
+	}
+	s.Members = slices.Clone(s.Members)
+	for i := range s.Members {
+		if s.Members[i].Name == rm.member {
+			s.Members[i].Deleting, s.Members[i].RemovalReason = true, rm.reason
+		}
+	}
+	return s
 }
