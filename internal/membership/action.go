@@ -55,16 +55,24 @@ const (
 	KindDisarmCorrupt Kind = "DisarmCorrupt"
 	// KindReadopt re-creates the EtcdMember of an orphan data PVC under its old name (unless
 	// Action.Readopt.Create is false), prefills its member ID when known, and rewrites the
-	// PVC's member-uid to the new member (behaviour.md §10).
+	// PVC's member-uid to the new member (docs/design/healing.md).
 	KindReadopt Kind = "Readopt"
 	// KindAuthorise writes the latched template and its hash (Action.Hash) onto a member in
 	// one patch: the member controller then restarts the member's Pod with it when the Pod
 	// runs another hash (Action.Disrupts), or has nothing to do when it already runs it
-	// (behaviour.md §12).
+	// (docs/design/rolling-updates.md).
 	KindAuthorise Kind = "Authorise"
 )
 
-// Progressing reasons (behaviour.md §22) the planner chooses.
+// Kinds lists every kind of action the planner returns, for the controller's test that each
+// has an executor.
+func Kinds() []Kind {
+	return []Kind{KindNone, KindWait, KindBlocked, KindCreateSeed, KindInitSeed, KindLatchClusterID, KindJoin, KindPromote,
+		KindRemoveOrphan, KindCreateMember, KindWake, KindMoveLeader, KindRemove, KindDeletePVC, KindSetDormant, KindBackoff,
+		KindDisarmCorrupt, KindReadopt, KindAuthorise}
+}
+
+// Progressing reasons (docs/design/conditions-and-events.md) the planner chooses.
 const (
 	ReasonWaitingForSeed           = "WaitingForSeed"
 	ReasonBootstrapping            = "Bootstrapping"
@@ -119,6 +127,10 @@ type Action struct {
 	// Disrupts is true for a KindAuthorise that makes the member controller restart the
 	// member's Pod: a rolling-update step, quorum-gated.
 	Disrupts bool
+	// VersionRejection is, for a KindWait, the version rules' refusal that holds the step (a
+	// wake whose data the latched version may not follow): the cluster then reports
+	// Progressing=False/VersionChangeRejected, as for a refused spec.
+	VersionRejection string
 }
 
 // RemovalReasonScaleDown is the removal-reason of a scale-down victim.

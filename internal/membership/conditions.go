@@ -12,7 +12,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
-// Available and Degraded reasons (behaviour.md §22) computed here.
+// Available and Degraded reasons (docs/design/conditions-and-events.md) computed here.
 const (
 	ReasonAllMembersLost        = "AllMembersLost"
 	ReasonReplacementBackoff    = "ReplacementBackoff"
@@ -27,7 +27,7 @@ const (
 	ReasonMembersUnhealthy      = "MembersUnhealthy"
 )
 
-// Counts are the member counts of status (api.md §2.4) and the Available arithmetic.
+// Counts are the member counts of status (docs/api.md, "EtcdCluster status") and the Available arithmetic.
 type Counts struct {
 	// Voters is the number of voters: etcd's, or the members' status while etcd is unknown.
 	Voters int
@@ -70,7 +70,7 @@ func Count(s *Scope) Counts {
 	return c
 }
 
-// AllMembersLost reports the total-loss situation of behaviour.md §10: a formed cluster with no
+// AllMembersLost reports the total-loss situation of docs/design/healing.md: a formed cluster with no
 // EtcdMember and no PVC left, or a paused one whose dormant member's PVC is gone.
 func AllMembersLost(s *Scope) bool {
 	if s.ClusterID == "" {
@@ -108,7 +108,7 @@ type ConditionInput struct {
 	Generation int64
 }
 
-// Conditions computes Available, Progressing and Degraded (behaviour.md §22). Messages are
+// Conditions computes Available, Progressing and Degraded (docs/design/conditions-and-events.md). Messages are
 // deterministic: sorted names, no timestamps other than a fixed deadline, no addresses.
 // lastTransitionTime is left for meta.SetStatusCondition, which keeps it while the status stays.
 func Conditions(in ConditionInput) []metav1.Condition {
@@ -168,7 +168,7 @@ func progressing(in ConditionInput) metav1.Condition {
 	case AllMembersLost(s):
 		st, reason, msg = metav1.ConditionFalse, ReasonAllMembersLost, "no member is left to converge; restore from a snapshot"
 	case l.Rejected != "":
-		// Ahead of the deadline, unlike the order of behaviour.md §22: a cluster that has not
+		// Ahead of the deadline, unlike the order of docs/design/conditions-and-events.md: a cluster that has not
 		// converged meets the version check only once its deadline passed, so DeadlineExceeded
 		// first would hide every refusal there; the refusal is what the user must act on.
 		st, reason, msg = metav1.ConditionFalse, ReasonVersionChangeRejected, l.Rejected
@@ -186,7 +186,7 @@ func progressing(in ConditionInput) metav1.Condition {
 	case a.Kind == KindNone && a.Reason == ReasonPaused && converged:
 		st = metav1.ConditionFalse
 	case a.Kind == KindNone && a.Reason == ReasonStorageExpansionUnsupported && converged:
-		// Never Reconciled while a PVC is smaller than the latched size (behaviour.md §13); the
+		// Never Reconciled while a PVC is smaller than the latched size (docs/design/storage.md); the
 		// message says what a person can do.
 		st = metav1.ConditionFalse
 	case a.Kind == KindNone && converged:
@@ -243,7 +243,7 @@ func degraded(in ConditionInput) metav1.Condition {
 	default:
 		msg := "no member needs attention"
 		if lagging := laggingMembers(s); len(lagging) > 0 {
-			// behaviour.md §9: a lagging member is a note, not a failure; it usually catches up.
+			// docs/design/healing.md: a lagging member is a note, not a failure; it usually catches up.
 			msg += "; catching up with the leader (applied index more than " + fmt.Sprint(LagThreshold) + " entries behind): " + strings.Join(lagging, ", ")
 		}
 		return cond(etcdv1alpha2.ConditionDegraded, metav1.ConditionFalse, ReasonQuorumHealthy, msg, gen)

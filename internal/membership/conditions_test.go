@@ -162,7 +162,7 @@ func unschedulable(m *Member) {
 	m.HealthyMessage = "the Pod cannot be scheduled: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector"
 }
 
-// TestDegradedPrecedence follows the order of behaviour.md §22: each problem is added to a
+// TestDegradedPrecedence follows the order of docs/design/conditions-and-events.md: each problem is added to a
 // scope that has every lower one, and must win over them.
 func TestDegradedPrecedence(t *testing.T) {
 	t.Parallel()

@@ -11,17 +11,17 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 )
 
-// DefaultProgressDeadlineSeconds is spec.progressDeadlineSeconds' default (api.md §2.2).
+// DefaultProgressDeadlineSeconds is spec.progressDeadlineSeconds' default (docs/api.md, "Minimal cluster").
 const DefaultProgressDeadlineSeconds int32 = 600
 
-// Adoption reasons of the Progressing condition (behaviour.md §5).
+// Adoption reasons of the Progressing condition (docs/design/membership-flows.md, "Latched target").
 const (
 	ReasonInitialSnapshot    = "InitialSnapshot"
 	ReasonSpecChanged        = "SpecChanged"
 	ReasonRetryAfterDeadline = "RetryAfterDeadline"
 	ReasonDeadlineExceeded   = "DeadlineExceeded"
 	ReasonBootstrapStalled   = "BootstrapStalled"
-	// ReasonVersionChangeRejected: the version check (behaviour.md §14) refused the spec, which
+	// ReasonVersionChangeRejected: the version check (docs/design/versions.md) refused the spec, which
 	// is therefore not adopted.
 	ReasonVersionChangeRejected = "VersionChangeRejected"
 )
@@ -50,7 +50,7 @@ func ObservedFromSpec(spec *etcdv1alpha2.EtcdClusterSpec) *etcdv1alpha2.Observed
 }
 
 // ApplyTemplate writes the member template of observed onto a member's spec: the fields every
-// member copies from the latched target (api.md §3.1). Identity fields (clusterName,
+// member copies from the latched target (docs/api.md, "EtcdMember spec"). Identity fields (clusterName,
 // initialCluster, token, bootstrap, dormant, tls, restore) are left alone.
 func ApplyTemplate(spec *etcdv1alpha2.EtcdMemberSpec, observed *etcdv1alpha2.ObservedClusterSpec) {
 	o := observed.DeepCopy()
@@ -84,10 +84,10 @@ func TemplateCurrent(spec *etcdv1alpha2.EtcdMemberSpec, observed *etcdv1alpha2.O
 
 }
 
-// Converged reports whether the cluster has reached its latched target (behaviour.md §5):
+// Converged reports whether the cluster has reached its latched target (docs/design/membership-flows.md, "Latched target"):
 // cluster ID latched (or target 0), running = target, no pending member, no learner, no member
 // being removed, every running member Ready, on the latched template with its hash authorised,
-// and its Pod running that template, and no member PVC still growing (behaviour.md §13).
+// and its Pod running that template, and no member PVC still growing (docs/design/storage.md).
 // A paused target with no running member counts as converged.
 func Converged(s *Scope) bool {
 	if s.ClusterID == "" && s.Target != 0 {
@@ -126,7 +126,7 @@ type LockInput struct {
 	// Now is the clock reading of the pass.
 	Now time.Time
 	// VersionRejected is the version check's refusal of spec.version against the running
-	// versions (behaviour.md §14), empty when it allows it. A refused spec is never adopted.
+	// versions (docs/design/versions.md), empty when it allows it. A refused spec is never adopted.
 	VersionRejected string
 }
 
@@ -152,7 +152,7 @@ type Lock struct {
 	Rejected string
 }
 
-// Decide applies the locking pattern of behaviour.md §5: adopt the spec on the first pass, when
+// Decide applies the locking pattern of docs/design/membership-flows.md, "Latched target": adopt the spec on the first pass, when
 // converged, or when the deadline expired; arm the deadline whenever not converged; clear it when
 // converged. A paused target counts as converged once nothing runs.
 func Decide(in LockInput) Lock {

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,7 +11,7 @@ import (
 )
 
 // Readopt is what a KindReadopt action writes besides the member's name, PVC, member ID and
-// initialCluster (behaviour.md §10, re-adoption).
+// initialCluster (docs/design/membership-flows.md, "Re-adoption of orphan PVCs").
 type Readopt struct {
 	// Create says the EtcdMember does not exist yet. False when a previous pass created it and
 	// crashed before rewriting the PVC's member-uid: only the rest is left to do.
@@ -24,7 +25,7 @@ type Readopt struct {
 
 // readopt gives a data PVC whose EtcdMember is gone a new EtcdMember under the old name, so that
 // the member comes back with its etcd identity and data instead of being replaced by an empty
-// one (behaviour.md §10). In order:
+// one (docs/design/healing.md). In order:
 //
 //  1. a PVC whose member exists again (re-created by a pass that crashed before it rewrote the
 //     PVC's member-uid, or re-applied by a person) gets its member-uid rewritten; this needs no
@@ -33,7 +34,7 @@ type Readopt struct {
 //     member would advertise, is re-adopted, with that member's ID. One that etcd does not list
 //     is left to orphanPVCs, which deletes it: its member was removed;
 //  3. etcd does not answer and no EtcdMember is left but ones re-adopted this way (total member
-//     loss, behaviour.md §10): every orphan PVC is re-adopted, one per pass, with an
+//     loss, docs/design/healing.md): every orphan PVC is re-adopted, one per pass, with an
 //     initialCluster built from all the cluster's data PVCs. Nothing can list the members, and
 //     without them nothing ever will: once enough are back to form a quorum, etcd answers and
 //     rule 2 takes over. A paused cluster gets its one (dormant) member back, no more.
@@ -154,7 +155,7 @@ func readoptable(s *Scope) []PVC {
 			out = append(out, p)
 		}
 	}
-	slices.SortFunc(out, func(a, b PVC) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b PVC) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 

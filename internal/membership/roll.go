@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,10 +12,10 @@ import (
 )
 
 // ReasonRollingUpdate is the Progressing reason while members are brought to the latched
-// template one at a time (behaviour.md §12).
+// template one at a time (docs/design/rolling-updates.md).
 const ReasonRollingUpdate = "RollingUpdate"
 
-// Roll gates (behaviour.md §12, §24).
+// Roll gates (docs/design/rolling-updates.md, "Roll order and gates").
 const (
 	// RollSettle is how long every other voter must have been Ready before the next member is
 	// restarted: a member that just came back has answered its readiness probe, but a second
@@ -48,7 +49,7 @@ func (m Member) RunsTarget() bool {
 // current reports a member that needs nothing from the roll.
 func (m Member) current() bool { return m.Authorised() && m.RunsTarget() }
 
-// roll is one rolling-update step (behaviour.md §12): authorise the latched template (and its
+// roll is one rolling-update step (docs/design/rolling-updates.md): authorise the latched template (and its
 // hash) on one outdated member, which its member controller then restarts on the same PVC.
 // One member at a time, not-Ready members first, then followers by name, the leader last after
 // its leadership moved to an updated follower. Each restart waits for every other voter to be
@@ -115,7 +116,7 @@ func roll(s *Scope) (Action, bool) {
 // surge: a member with the latched template took its place.
 const RemovalReasonRollingUpdate = "RollingUpdate"
 
-// surge rolls a Memory cluster (behaviour.md §12): a Memory member cannot be restarted, its data
+// surge rolls a Memory cluster (docs/design/rolling-updates.md): a Memory member cannot be restarted, its data
 // lives in its Pod. So a member with the latched template is added first (created, added as a
 // learner and promoted by the ordinary scale-up steps), and once it has been Ready for
 // RollSettle and caught up, one outdated member is removed (ranked as a scale-down victim:
@@ -175,7 +176,7 @@ func restartNext(s *Scope, candidates []Member, progress func(string, ...any) st
 		case leader(a) != leader(b):
 			return boolOrder(!leader(a), !leader(b)) // the leader last
 		}
-		return compareStrings(a.Name, b.Name)
+		return cmp.Compare(a.Name, b.Name)
 	})
 	m := candidates[0]
 	e, inEtcd := s.EtcdMemberOf(m)

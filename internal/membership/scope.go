@@ -1,16 +1,18 @@
 package membership
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
-// Timings the planner asks the controller to requeue after (behaviour.md §24). Watches drive
+// Timings the planner asks the controller to requeue after (docs/design/timings.md). Watches drive
 // most work; these are for external state only (etcd and the Pods' processes).
 const (
 	// MembershipPoll is how soon to look again while a member's process starts or joins. Only
@@ -71,7 +73,7 @@ type Member struct {
 	// says what holds the member back (the scheduler's reason, a missing Secret).
 	NotReadyMessage string
 	// HealthyReason and HealthyMessage are the reason and message of the member's Healthy
-	// condition while it is False: the member controller's classification (behaviour.md §9).
+	// condition while it is False: the member controller's classification (docs/design/healing.md).
 	HealthyReason, HealthyMessage string
 	// Updated is true when the member's Updated condition is True (its Pod runs the template
 	// it carries).
@@ -105,6 +107,15 @@ type Member struct {
 	ReplaceRequested string
 	// ReplaceAnnotated is true when the replace annotation is present, whatever its value.
 	ReplaceAnnotated bool
+	// Version is status.version: the version the member's etcd last reported. A member that
+	// is down right now still runs that version when it comes back, so the version rules read
+	// it (docs/design/versions.md).
+	Version string
+	// Spec is the EtcdMember's spec as read, never modified by the planner; nil when the
+	// caller does not need template writes planned (unit tests of single rules). The pass
+	// planner reads it to plan the writes that disrupt nothing: the in-place template fields
+	// and the recorded storage size.
+	Spec *etcdv1alpha2.EtcdMemberSpec
 }
 
 // Running reports whether the member counts towards the running members: neither dormant nor
@@ -142,7 +153,7 @@ type PVC struct {
 	// data: controlled by something else, or older than the cluster (left by an earlier cluster
 	// of the same name under reclaimPolicy Retain, or adopted from another operator).
 	Foreign bool
-	// Claim is the PVC's size, capacity and StorageClass, for storage growth (behaviour.md §13).
+	// Claim is the PVC's size, capacity and StorageClass, for storage growth (docs/design/storage.md).
 	Claim Claim
 }
 
@@ -198,9 +209,12 @@ type Scope struct {
 	Backoff Backoff
 	// StorageSize is the latched spec.storage.size of a PVC cluster; nil for Memory.
 	StorageSize *resource.Quantity
+	// Observed is status.observed, the latched target; nil before the first adoption. The
+	// members' TemplateCurrent and WantHash are computed against it.
+	Observed *etcdv1alpha2.ObservedClusterSpec
 }
 
-// Backoff spaces out replacements of members that never started (behaviour.md §9).
+// Backoff spaces out replacements of members that never started (docs/design/healing.md).
 type Backoff struct {
 	// Attempts counts the consecutive members that never started.
 	Attempts int32
@@ -244,7 +258,7 @@ func (s *Scope) Running() []Member {
 			out = append(out, m)
 		}
 	}
-	slices.SortFunc(out, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -256,7 +270,7 @@ func (s *Scope) Voters() []etcdclient.Member {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b etcdclient.Member) int { return compareUint(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b etcdclient.Member) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -268,7 +282,7 @@ func (s *Scope) Learners() []etcdclient.Member {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b etcdclient.Member) int { return compareUint(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b etcdclient.Member) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -336,24 +350,4 @@ func (s *Scope) IsVoter(m Member) bool {
 // HealthyVoter reports whether voter e counts as healthy for the gate.
 func (s *Scope) HealthyVoter(e etcdclient.Member) bool {
 	return s.voterHealth(e).CountsHealthy()
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -11,7 +11,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 )
 
-// Storage growth reasons of the Progressing condition (behaviour.md §13).
+// Storage growth reasons of the Progressing condition (docs/design/storage.md).
 const (
 	// ReasonExpandingStorage: some member PVCs were asked for the latched size and their
 	// volumes have not reported it yet.
@@ -58,7 +58,7 @@ func (c *Claim) Grown(size resource.Quantity) bool {
 }
 
 // MemberStorageSize is the spec.storage.size a PVC member's template carries under a latched
-// size (behaviour.md §13): the latched size once the member's PVC provides it, or when the member
+// size (docs/design/storage.md): the latched size once the member's PVC provides it, or when the member
 // has no PVC yet (its PVC is created with the latched size); otherwise the size the member has
 // (current), or, for a member created afresh for an existing PVC, what that PVC asks for.
 //
@@ -105,7 +105,7 @@ func ptrQuantity(q *resource.Quantity) *resource.Quantity {
 	return &c
 }
 
-// StoragePlan is the storage planner's decision for one pass (behaviour.md §13). Expansion is
+// StoragePlan is the storage planner's decision for one pass (docs/design/storage.md). Expansion is
 // non-disruptive, so it runs beside the pass's one membership step.
 type StoragePlan struct {
 	// Grow names the PVCs whose request is raised to Size this pass: bound, smaller than Size,
@@ -182,7 +182,7 @@ func classProblem(c *Claim) string {
 	return fmt.Sprintf("StorageClass %s does not set allowVolumeExpansion: true", c.Class)
 }
 
-// storage is the planner's last rule (behaviour.md §13): with nothing else to do, a cluster
+// storage is the planner's last rule (docs/design/storage.md): with nothing else to do, a cluster
 // whose volumes are still growing is ExpandingStorage, one whose volumes cannot grow is
 // StorageExpansionUnsupported. Both are KindNone: the PVC patches are the storage step's, and
 // the PVCs' watch brings the next pass.

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TLS is what a pass found missing of the TLS material spec.tls asks for (behaviour.md §4, §15).
+// TLS is what a pass found missing of the TLS material spec.tls asks for (docs/design/membership-flows.md, "Waiting for TLS material").
 // The zero value means nothing is missing, or the cluster asks for no TLS.
 type TLS struct {
 	// CertManagerMissing says spec.tls asks for certificates from cert-manager and the API
@@ -20,7 +20,7 @@ type TLS struct {
 // Missing reports whether any TLS material is missing.
 func (t TLS) Missing() bool { return t.CertManagerMissing || len(t.MissingSecrets) > 0 }
 
-// Requeue intervals while TLS material is missing (behaviour.md §4, §24). Both are fixed, not an
+// Requeue intervals while TLS material is missing (docs/design/membership-flows.md, "Waiting for TLS material"; docs/design/timings.md). Both are fixed, not an
 // exponential back-off: the fix is a person's (create the Secret, install cert-manager), and it
 // should take effect promptly however long the cluster waited.
 const (
@@ -33,7 +33,7 @@ const (
 	CertManagerReprobe = 60 * time.Second
 )
 
-// Reasons of the TLS conditions (behaviour.md §22).
+// Reasons of the TLS conditions (docs/design/conditions-and-events.md).
 const (
 	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
 	ReasonTLSSecretMissing        = "TLSSecretMissing"

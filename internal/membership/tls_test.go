@@ -7,7 +7,7 @@ import (
 )
 
 // TestNextHoldsWhatWouldStartEtcdWithoutTLS: while spec.tls material is missing, nothing that
-// leads to an etcd process is done (behaviour.md §4), everything else is, and the pass looks
+// leads to an etcd process is done (docs/design/membership-flows.md, "Bootstrap"), everything else is, and the pass looks
 // again after a fixed interval.
 func TestNextHoldsWhatWouldStartEtcdWithoutTLS(t *testing.T) {
 	t.Parallel()

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -8,7 +9,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/health"
 )
 
-// ClassifyFromEtcd adds the verdicts only etcd's view can give (behaviour.md §9) to members the
+// ClassifyFromEtcd adds the verdicts only etcd's view can give (docs/design/healing.md) to members the
 // member controller reports healthy: a member someone else removed from etcd
 // (RemovedFromCluster) and a member a CORRUPT alarm names (DataCorrupt). The member controller
 // does not read etcd on every pass, and asking it to would cost every idle resync a MemberList
@@ -66,7 +67,7 @@ func corruptAlarmsToDisarm(s *Scope) []etcdclient.Alarm {
 		}
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b etcdclient.Alarm) int { return compareUint(a.MemberID, b.MemberID) })
+	slices.SortFunc(out, func(a, b etcdclient.Alarm) int { return cmp.Compare(a.MemberID, b.MemberID) })
 	return out
 }
 
@@ -74,7 +75,7 @@ func corruptAlarmsToDisarm(s *Scope) []etcdclient.Alarm {
 // counts as lagging: the same bound a rolled member must be within to count as caught up.
 const LagThreshold = RollMaxLag
 
-// EndpointView is what one pass saw of a running member's own endpoint (behaviour.md §9): the
+// EndpointView is what one pass saw of a running member's own endpoint (docs/design/healing.md): the
 // EtcdMember controller turns Unreachable into Healthy=Unknown/Unreachable and Lagging into a
 // note. Neither leads to anything destructive.
 type EndpointView struct {

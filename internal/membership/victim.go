@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// RankVictims orders candidates for scale-down removal, best victim first (behaviour.md §7). The
+// RankVictims orders candidates for scale-down removal, best victim first (docs/design/membership-flows.md, "Scale down"). The
 // first key that differs decides:
 //
 //  1. pending members (never added to etcd: deleting them costs nothing);

@@ -63,9 +63,10 @@ func TestRankVictims(t *testing.T) {
 	}
 }
 
-// TestRankVictimsFollowsBehaviourOrder ranks one member per key of behaviour.md §7, each older
-// than the member of the next key (so age alone would rank them backwards) and each showing
-// only its own key, and expects exactly the order of §7.
+// TestRankVictimsFollowsBehaviourOrder ranks one member per key of the victim order
+// (docs/design/membership-flows.md, "Scale down"), each older than the member of the next key (so
+// age alone would rank them backwards) and each showing only its own key, and expects exactly
+// that order.
 func TestRankVictimsFollowsBehaviourOrder(t *testing.T) {
 	t.Parallel()
 	names := []string{"pending", "remove-first", "learner", "unhealthy", "not-ready", "outdated", "follower-new", "follower-old", "leader"}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -188,6 +189,11 @@ func envName(flag string) string {
 
 // settings lists every setting in the order --help shows them.
 func settings() []setting {
+	return slices.Concat(clientSettings(), runtimeSettings(), graceSettings(), logSettings())
+}
+
+// clientSettings are the settings of the API server, the namespaces watched and the images members run.
+func clientSettings() []setting {
 	return []setting{
 		{
 			flag:  FlagKubeconfig,
@@ -237,6 +243,12 @@ func settings() []setting {
 				return validateClusterDomain(v)
 			},
 		},
+	}
+}
+
+// runtimeSettings are the settings of how the operator process runs: concurrency, leader election, endpoints, shutdown.
+func runtimeSettings() []setting {
+	return []setting{
 		{
 			flag:  FlagMaxConcurrentReconciles,
 			def:   fmt.Sprint(DefaultMaxConcurrentReconciles),
@@ -300,6 +312,12 @@ func settings() []setting {
 				return err
 			},
 		},
+	}
+}
+
+// graceSettings are the settings of the graces of the health classification and the orphan grace.
+func graceSettings() []setting {
+	return []setting{
 		graceSetting(FlagMemberFailureGrace, health.DefaultMemberFailureGrace,
 			"a member that was Ready may stay not Ready before it is Healthy=False/CrashLoop",
 			func(o *Options, d time.Duration) { o.Graces.MemberFailure = d }),
@@ -319,6 +337,12 @@ func settings() []setting {
 		graceSetting(FlagOrphanMemberGrace, membership.DefaultOrphanMemberGrace,
 			"an etcd member that no EtcdMember explains is left alone before it is removed from etcd",
 			func(o *Options, d time.Duration) { o.OrphanMemberGrace = d }),
+	}
+}
+
+// logSettings are the settings of logging.
+func logSettings() []setting {
+	return []setting{
 		{
 			flag:  FlagLogLevel,
 			def:   "info",

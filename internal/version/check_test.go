@@ -187,3 +187,23 @@ func TestCheckSnapshotted(t *testing.T) {
 		})
 	}
 }
+
+func TestLowest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   []string
+		want string
+		ok   bool
+	}{
+		{nil, "", false},
+		{[]string{"garbage", ""}, "", false},
+		{[]string{"3.6.16", "3.5.35", "3.7.3"}, "3.5.35", true},
+		{[]string{"3.6.9", "3.6.10"}, "3.6.9", true}, // numeric, not lexical
+		{[]string{"v3.6.16", "nonsense", "3.6.2"}, "3.6.2", true},
+	} {
+		got, ok := version.Lowest(tc.in)
+		if ok != tc.ok || (ok && got.String() != tc.want) {
+			t.Errorf("Lowest(%q) = %v, %v; want %s, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}

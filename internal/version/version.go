@@ -110,3 +110,16 @@ func DefaultSnapshotCount(v Version) int64 {
 	}
 	return 10_000
 }
+
+// Lowest returns the lowest of versions that parse, and false when none does: the version a
+// cluster counts as running while its members disagree (during a roll, the old one).
+func Lowest(versions []string) (Version, bool) {
+	var low Version
+	found := false
+	for _, s := range versions {
+		if v, err := Parse(s); err == nil && (!found || v.Compare(low) < 0) {
+			low, found = v, true
+		}
+	}
+	return low, found
+}

@@ -15,9 +15,11 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
-// Event reasons of the member controller's actions (behaviour.md §23 where a reason fits).
+// Event reasons of the member controller's actions, from docs/design/conditions-and-events.md,
+// "Events", where a reason there fits.
 const (
 	// EventPodCreated: the member's first Pod was created.
 	EventPodCreated = "PodCreated"
@@ -50,27 +52,27 @@ const (
 
 // ensurePVC creates the member's data PVC when it has none, refuses a foreign one, and keeps the
 // member's additionalMetadata on it in place. Memory members have no PVC.
-func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, error) {
+func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (step.Result, error) {
 	m := sc.member
 	if m.Spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory {
-		return proceed, nil
+		return step.Continue, nil
 	}
 	name := desired.PVCName(m.Name)
 	switch {
 	case sc.pvc != nil && !sc.pvcOwned && predecessorPVC(sc.pvc, m):
 		sc.notes.podBlocked = readoptWait(sc.pvc)
-		return stepResult{stop: true, reason: "PVC awaiting re-adoption"}, nil
+		return step.Stop("PVC awaiting re-adoption"), nil
 	case sc.pvc != nil && !sc.pvcOwned:
 		msg := pvcConflict(sc.pvc, m)
 		sc.notes.conflict = msg
 		r.conflictEvent(ctx, sc, msg)
-		return stepResult{stop: true, reason: "foreign PVC"}, nil
+		return step.Stop("foreign PVC"), nil
 	case sc.pvc != nil:
 		if !sc.pvc.DeletionTimestamp.IsZero() {
 			sc.notes.podBlocked = fmt.Sprintf("PVC %s is being deleted", name)
-			return stepResult{stop: true, reason: "PVC terminating"}, nil
+			return step.Stop("PVC terminating"), nil
 		}
-		return proceed, r.keepMetadata(ctx, sc.pvc, pvcGVK, desired.MemberLabels(m.Spec.ClusterName, m.Name), nil, m)
+		return step.Continue, r.keepMetadata(ctx, sc.pvc, pvcGVK, desired.MemberLabels(m.Spec.ClusterName, m.Name), nil, m)
 	}
 
 	// No PVC. Its ownership follows the parent's reclaimPolicy, so the parent must be known;
@@ -78,10 +80,10 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, erro
 	switch sc.parentState {
 	case parentUnreadable:
 		sc.notes.podBlocked = "the parent EtcdCluster could not be read"
-		return stepResult{}, sc.parentErr
+		return step.Result{}, sc.parentErr
 	case parentGone, parentDeleting:
 		sc.notes.podBlocked = "the parent EtcdCluster is " + sc.parentState.String()
-		return stepResult{stop: true, reason: "parent " + sc.parentState.String()}, nil
+		return step.Stop("parent " + sc.parentState.String()), nil
 	}
 	// Created with the operator's metadata only; additionalMetadata is applied next under its
 	// own field manager, so that keys later dropped from the spec can be removed again.
@@ -92,62 +94,64 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (stepResult, erro
 		if apierrors.IsAlreadyExists(err) {
 			return r.nameTaken(ctx, sc, &corev1.PersistentVolumeClaim{}, name)
 		}
-		return stepResult{}, fmt.Errorf("creating PVC %s: %w", name, err)
+		return step.Result{}, fmt.Errorf("creating PVC %s: %w", name, err)
 	}
 	logf.FromContext(ctx).Info("Created PVC", "pvc", name)
 	r.event(sc, corev1.EventTypeNormal, EventPVCCreated, actionCreate, "Created PVC %s for member %s", name, m.Name)
 	sc.pvc, sc.pvcOwned = pvc, true
-	return proceed, r.applyAdditionalMetadata(ctx, pvc, pvcGVK, m)
+	return step.Continue, r.applyAdditionalMetadata(ctx, pvc, pvcGVK, m)
 }
 
 // ensurePod makes the member's Pod match its lifecycle: none while dormant or while
 // initialCluster is empty, one otherwise. It never touches a Pod the member does not control.
-func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (stepResult, error) {
+func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (step.Result, error) {
 	m := sc.member
 	pod := sc.pod
 	if pod != nil && !sc.podOwned && predecessorPod(pod, m) {
 		sc.notes.podBlocked = fmt.Sprintf("Pod %s belongs to an earlier EtcdMember %s (UID %s); waiting for the garbage collector to delete it",
 			pod.Name, m.Name, metav1.GetControllerOf(pod).UID)
-		return stepResult{stop: true, reason: "predecessor's Pod"}, nil
+		return step.Stop("predecessor's Pod"), nil
 	}
 	if pod != nil && !sc.podOwned {
 		msg := podConflict(pod, m)
 		sc.notes.conflict = msg
 		r.conflictEvent(ctx, sc, msg)
-		return stepResult{stop: true, reason: "foreign Pod"}, nil
+		return step.Stop("foreign Pod"), nil
 	}
 
 	if pod != nil {
 		switch {
 		case !pod.DeletionTimestamp.IsZero():
 			// Terminating: its deletion event brings us back.
-			return stepResult{stop: true, reason: "Pod terminating"}, nil
+			return step.Stop("Pod terminating"), nil
 		case m.Spec.Dormant:
 			return r.deletePod(ctx, sc, "member is dormant: Pod deleted, PVC "+desired.PVCName(m.Name)+" and member identity kept")
 		case pod.Status.Phase == corev1.PodFailed && m.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory:
 			// Evicted or shut down with its node: the data is on the PVC, so a new Pod with the
-			// same identity picks up where it stopped (behaviour.md §9). A Memory member's
-			// Failed Pod is left for the EtcdCluster controller to replace.
+			// same identity picks up where it stopped (docs/design/healing.md, "Classification",
+			// podFailed). A Memory member's Failed Pod is left for the EtcdCluster controller to
+			// replace.
 			return r.deletePod(ctx, sc, "Pod failed ("+pod.Status.Reason+"); it is recreated from PVC "+desired.PVCName(m.Name))
 		}
 		if d, err := r.templateRestart(ctx, sc); err != nil || d.restart {
 			if err != nil {
-				return stepResult{}, err
+				return step.Result{}, err
 			}
 			return r.deletePod(ctx, sc, d.why)
 		}
-		return proceed, r.keepMetadata(ctx, pod, podGVK, desired.OperatorPodLabels(m), podRemovableLabels(m), m)
+		return step.Continue, r.keepMetadata(ctx, pod, podGVK, desired.OperatorPodLabels(m), podRemovableLabels(m), m)
 	}
 
 	if m.Spec.Dormant || m.Spec.InitialCluster == "" {
-		return proceed, nil
+		return step.Continue, nil
 	}
 	if m.Spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory && m.Status.PodUID != "" {
 		// The member ran before and its tmpfs data went with its Pod. Starting a new, empty
 		// process under the old identity could let it vote without the log it acknowledged;
-		// the EtcdCluster controller replaces the member instead (behaviour.md §9).
+		// the EtcdCluster controller replaces the member instead (docs/design/healing.md,
+		// "Replacement").
 		sc.notes.memoryPodLost = true
-		return proceed, nil
+		return step.Continue, nil
 	}
 	return r.createPod(ctx, sc)
 }
@@ -155,12 +159,12 @@ func (r *Reconciler) ensurePod(ctx context.Context, sc *scope) (stepResult, erro
 // createPod builds and creates the member's Pod. It fails closed: without a readable parent the
 // initial cluster state is unknown, and without the TLS Secrets the template hash is unknown, so
 // no Pod is built.
-func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, error) {
+func (r *Reconciler) createPod(ctx context.Context, sc *scope) (step.Result, error) {
 	m := sc.member
 	switch sc.parentState {
 	case parentGone, parentDeleting:
 		sc.notes.podBlocked = "the parent EtcdCluster is " + sc.parentState.String()
-		return stepResult{stop: true, reason: "parent " + sc.parentState.String()}, nil
+		return step.Stop("parent " + sc.parentState.String()), nil
 	}
 	var clusterID string
 	if sc.parent != nil {
@@ -169,19 +173,19 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 	state, err := desired.InitialClusterState(m, clusterID, sc.parentState != parentUnreadable)
 	if err != nil {
 		sc.notes.podBlocked = "the parent EtcdCluster could not be read, so the initial cluster state is unknown"
-		return stepResult{}, errors.Join(err, sc.parentErr)
+		return step.Result{}, errors.Join(err, sc.parentErr)
 	}
 	if m.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory && !sc.pvcOwned {
 		sc.notes.podBlocked = "PVC " + desired.PVCName(m.Name) + " does not exist yet"
-		return stepResult{stop: true, reason: "no PVC"}, nil
+		return step.Stop("no PVC"), nil
 	}
 	ca, missing, err := r.caDigests(ctx, m)
 	if err != nil {
-		return stepResult{}, err
+		return step.Result{}, err
 	}
 	if missing != "" {
 		sc.notes.podBlocked = "TLS Secret " + missing + " does not exist"
-		return stepResult{requeueAfter: secretWait, reason: "TLS Secret missing"}, nil
+		return step.Requeue(secretWait, "TLS Secret missing"), nil
 	}
 
 	pod := desired.Pod(m, desired.Inputs{ImageRepository: r.imageRepository, State: state, CADigests: ca, GuardImage: r.guardImage})
@@ -199,9 +203,9 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 			// the outage it prolongs (docs/e2e-lifecycle.md, finding 7).
 			sc.notes.podBlocked = "creating Pod " + pod.Name + " was refused: " + apiMessage(err) + "; retrying every " + createRetry.String()
 			r.event(sc, corev1.EventTypeWarning, EventPodCreateRefused, actionCreate, "Creating Pod %s for member %s was refused: %s", pod.Name, m.Name, apiMessage(err))
-			return stepResult{requeueAfter: createRetry, reason: "Pod create refused"}, nil
+			return step.Requeue(createRetry, "Pod create refused"), nil
 		}
-		return stepResult{}, fmt.Errorf("creating Pod %s: %w", pod.Name, err)
+		return step.Result{}, fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	}
 	sc.pod, sc.podOwned = pod, true
 	reason, verb := EventPodCreated, "Created"
@@ -210,60 +214,60 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (stepResult, erro
 	}
 	logf.FromContext(ctx).Info(verb+" Pod", "pod", pod.Name, "initialClusterState", state)
 	r.event(sc, corev1.EventTypeNormal, reason, actionCreate, "%s Pod %s for member %s (initial cluster state %s)", verb, pod.Name, m.Name, state)
-	return proceed, r.applyAdditionalMetadata(ctx, pod, podGVK, m)
+	return step.Continue, r.applyAdditionalMetadata(ctx, pod, podGVK, m)
 }
 
 // nameTaken handles a create refused with AlreadyExists although the cache showed no object of
 // that name. Read live, the object is either the member's own (the cache lags: look again
 // shortly) or someone else's that the cache does not show, for instance because it is filtered
 // by labels: that one is refused like any foreign object, without retrying in a hot loop.
-func (r *Reconciler) nameTaken(ctx context.Context, sc *scope, obj client.Object, name string) (stepResult, error) {
+func (r *Reconciler) nameTaken(ctx context.Context, sc *scope, obj client.Object, name string) (step.Result, error) {
 	m := sc.member
 	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: name}, obj)
 	switch {
 	case apierrors.IsNotFound(err):
-		return stepResult{requeueAfter: conflictRetry, reason: "name freed meanwhile"}, nil
+		return step.Requeue(conflictRetry, "name freed meanwhile"), nil
 	case err != nil:
-		return stepResult{}, fmt.Errorf("reading %s: %w", name, err)
+		return step.Result{}, fmt.Errorf("reading %s: %w", name, err)
 	}
 	var msg string
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		if podOwnedBy(o, m) {
-			return stepResult{requeueAfter: conflictRetry, reason: "cache lags"}, nil
+			return step.Requeue(conflictRetry, "cache lags"), nil
 		}
 		if predecessorPod(o, m) {
 			sc.notes.podBlocked = "Pod " + o.Name + " belongs to an earlier EtcdMember of this name; waiting for the garbage collector to delete it"
-			return stepResult{stop: true, reason: "predecessor's Pod"}, nil
+			return step.Stop("predecessor's Pod"), nil
 		}
 		msg = podConflict(o, m)
 	case *corev1.PersistentVolumeClaim:
 		if pvcOwnedBy(o, m) {
-			return stepResult{requeueAfter: conflictRetry, reason: "cache lags"}, nil
+			return step.Requeue(conflictRetry, "cache lags"), nil
 		}
 		if predecessorPVC(o, m) {
 			sc.notes.podBlocked = readoptWait(o)
-			return stepResult{stop: true, reason: "PVC awaiting re-adoption"}, nil
+			return step.Stop("PVC awaiting re-adoption"), nil
 		}
 		msg = pvcConflict(o, m)
 	}
 	sc.notes.conflict = msg
 	r.conflictEvent(ctx, sc, msg)
-	return stepResult{stop: true, reason: "name taken by a foreign object"}, nil
+	return step.Stop("name taken by a foreign object"), nil
 }
 
 // deletePod deletes the member's Pod gracefully, preconditioned on its UID so that a Pod
 // replaced in the meantime is never deleted by mistake.
-func (r *Reconciler) deletePod(ctx context.Context, sc *scope, why string) (stepResult, error) {
+func (r *Reconciler) deletePod(ctx context.Context, sc *scope, why string) (step.Result, error) {
 	pod := sc.pod
 	err := r.client.Delete(ctx, pod, client.Preconditions{UID: ptr.To(pod.UID)})
 	if client.IgnoreNotFound(err) != nil {
-		return stepResult{}, fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
+		return step.Result{}, fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
 	}
 	logf.FromContext(ctx).Info("Deleted Pod", "pod", pod.Name, "reason", why)
 	r.event(sc, corev1.EventTypeNormal, EventPodDeleted, actionDelete, "Deleted Pod %s of member %s: %s", pod.Name, sc.member.Name, why)
 	sc.pod = nil
-	return stepResult{stop: true, reason: "Pod deleted"}, nil
+	return step.Stop("Pod deleted"), nil
 }
 
 // caDigests reads the CA bundles of the TLS Secrets the member mounts (uncached, by name). It

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -30,13 +29,15 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/internal/metrics"
+	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
 // ControllerName names the controller in logs, metrics and as the Events' reporting controller.
 const ControllerName = "etcdmember"
 
-// Requeue intervals (behaviour.md §24). Watches drive every other pass: Pods, PVCs, the
-// EtcdMember and its parent EtcdCluster all trigger a reconcile when they change.
+// Requeue intervals (docs/design/timings.md, "Requeue intervals"). Watches drive every other pass:
+// Pods, PVCs, the EtcdMember and its parent EtcdCluster all trigger a reconcile when they change.
 const (
 	// memberRemovalPoll re-reads etcd's membership while a deletion waits for the EtcdCluster
 	// controller's MemberRemove (the "membership step poll"): nothing in Kubernetes changes when
@@ -47,9 +48,10 @@ const (
 	// secretWait paces retries while a TLS Secret the Pod mounts is missing (a fixed interval
 	// rather than exponential back-off, so that a Secret created late is picked up promptly).
 	secretWait = 10 * time.Second
-	// conflictRetry requeues quietly after an API conflict or an AlreadyExists from a stale
-	// cache.
-	conflictRetry = time.Second
+	// conflictRetry requeues a create that met AlreadyExists for the member's own object, which
+	// the cache does not show yet: the same "look again" as an API conflict, which step.Finish
+	// requeues after the same interval.
+	conflictRetry = step.ConflictRetry
 	// createRetry paces retries of a Pod create the API server refused: the member is down
 	// until it succeeds, and the refusal usually lifts without an event this controller sees.
 	createRetry = 5 * time.Second
@@ -60,21 +62,22 @@ const (
 	errorBackoffMax  = 5 * time.Minute
 )
 
-// EtcdClients hands out etcd clients. *etcdclient.Pool implements it; tests inject fakes. The
-// controller only ever calls MemberList on what it gets.
-type EtcdClients interface {
-	// Get returns the client for key, dialled with cfg.
-	Get(ctx context.Context, key string, cfg etcdclient.Config) (etcdclient.Client, error)
-	// Forget closes and drops key's client.
-	Forget(key string) error
+// memberLister is the one etcd call this controller makes: reading the member list, to release
+// the finalizer of a member being deleted. Without membership calls in its interface, the
+// compiler holds it to never changing membership (docs/design/house-rules.md, rule 2).
+type memberLister interface {
+	MemberList(ctx context.Context) ([]etcdclient.Member, error)
 }
+
+// asMemberLister narrows a pooled client to the call this controller makes.
+func asMemberLister(c etcdclient.Client) memberLister { return c }
 
 // Reconciler reconciles EtcdMembers. Build it with New (or SetupWithManager).
 type Reconciler struct {
 	client          client.Client
 	apiReader       client.Reader
 	recorder        events.EventRecorder
-	etcd            EtcdClients
+	etcd            etcdclient.Clients[memberLister]
 	clock           clock.PassiveClock
 	imageRepository string
 	// guardImage holds the data-dir guard of PVC members' Pods; empty runs them unguarded.
@@ -90,9 +93,16 @@ type Reconciler struct {
 // Option configures a Reconciler.
 type Option func(*Reconciler)
 
-// WithEtcdClients sets where etcd clients come from; normally the operator's shared
-// *etcdclient.Pool. Without it the controller keeps a private pool.
-func WithEtcdClients(c EtcdClients) Option { return func(r *Reconciler) { r.etcd = c } }
+// WithEtcdClients sets where etcd clients come from: an *etcdclient.Pool, or a test's fake.
+// The controller sees its clients only through memberLister. Without it the controller keeps a
+// private pool.
+func WithEtcdClients(pool etcdclient.Clients[etcdclient.Client]) Option {
+	return func(r *Reconciler) {
+		if pool != nil {
+			r.etcd = etcdclient.Narrow(pool, asMemberLister)
+		}
+	}
+}
 
 // WithClock sets the clock condition transition times are read from.
 func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
@@ -109,16 +119,19 @@ func WithEtcdViews(board *etcdview.Board) Option { return func(r *Reconciler) { 
 // (--data-guard-image, by default the operator's own); empty runs them without the guard.
 func WithGuardImage(image string) Option { return func(r *Reconciler) { r.guardImage = image } }
 
-// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain). Member DNS names never
-// carry it (api.md §7); it is kept for the fully qualified names TLS checks will need.
+// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain). Nothing here reads it
+// yet: member DNS names never carry it (docs/api.md, "Objects and their names"), and the checks
+// of fully qualified names in member certificates that would need it are not built yet.
 func WithClusterDomain(domain string) Option { return func(r *Reconciler) { r.clusterDomain = domain } }
 
 // WithPendingGrace sets how long a member's Pod may stay unschedulable before the member is
-// Healthy=False/Unschedulable (behaviour.md §9); zero keeps health.DefaultPendingGrace.
+// Healthy=False/Unschedulable (docs/design/healing.md, "Classification"); zero keeps
+// health.DefaultPendingGrace.
 func WithPendingGrace(d time.Duration) Option { return func(r *Reconciler) { r.graces.Pending = d } }
 
-// WithGraces sets every grace of the health classification (behaviour.md §9, §24); zero
-// fields keep the defaults. It replaces an earlier WithPendingGrace.
+// WithGraces sets every grace of the health classification (docs/design/healing.md and
+// docs/design/timings.md, "Graces"); zero fields keep the defaults. Options apply in order, so
+// WithGraces after WithPendingGrace overrides the pending grace too.
 func WithGraces(g health.Graces) Option { return func(r *Reconciler) { r.graces = g } }
 
 // WithRecorder sets the Event recorder.
@@ -132,14 +145,16 @@ func WithClient(c client.Client) Option { return func(r *Reconciler) { r.client 
 func WithAPIReader(rd client.Reader) Option { return func(r *Reconciler) { r.apiReader = rd } }
 
 // New builds a Reconciler that reads through c (normally the manager's cached client) and
-// reads Secrets through apiReader, uncached and by name (behaviour.md §1).
+// reads Secrets through apiReader, uncached and by name: the operator then needs only get on
+// Secrets and keeps no cache of every Secret in the cluster (docs/design/member-controller.md,
+// "Wiring").
 func New(c client.Client, apiReader client.Reader, opts ...Option) *Reconciler {
 	r := &Reconciler{client: c, apiReader: apiReader, clock: clock.RealClock{}}
 	for _, o := range opts {
 		o(r)
 	}
 	if r.etcd == nil {
-		r.etcd = etcdclient.NewPool()
+		r.etcd = etcdclient.Narrow(etcdclient.NewPool(), asMemberLister)
 	}
 	if r.recorder == nil {
 		r.recorder = discardRecorder{}
@@ -245,29 +260,31 @@ func clusterChangesThatMatter() predicate.Funcs {
 //  2. Build the scope once: the parent EtcdCluster (present, deleting, gone or unreadable, checked
 //     by UID), the Pod <member> and the PVC data-<member>, each with an ownership verdict.
 //  3. Arm the deferred status write: whatever happens below, status (podName, podUID, pvcName,
-//     replicas, selector, restartBaseline, conditions Ready, Updated, VersionDrifted, Healthy) is computed from this pass's
-//     observations and patched once, only if it changed. Healthy is health.Classify's verdict
-//     on the Pod, its etcd container's terminations and restarts since it was first seen not
-//     Ready (status.restartBaseline), for a Pod stuck terminating its Node, and for a Pending
-//     Pod the Node its bound volume is pinned to; Healthy turning False (or changing its reason
-//     while False) is announced with one MemberFailed Warning.
-//  4. Deletion branch: if the member is being deleted, decide whether the member-cleanup
-//     finalizer may go (parent gone or deleting; never joined; or absent from etcd's MemberList)
-//     and release it, or hold it and say why. Nothing else runs.
-//  5. Add the member-cleanup finalizer if it is missing.
-//  6. Ensure the PVC (PVC members): create data-<member> when absent; refuse a foreign one,
-//     but wait while it is an earlier member's of this name (re-adoption rewrites its
+//     replicas, selector, restartBaseline, conditions Ready, Updated, VersionDrifted, Healthy) is
+//     computed from this pass's observations and patched once, only if it changed. Healthy is
+//     health.Classify's verdict on the Pod, its etcd container's terminations and restarts since it
+//     was first seen not Ready (status.restartBaseline), for a Pod stuck terminating, its Node, and
+//     for a Pending Pod the Node its bound volume is pinned to; Healthy turning False (or changing
+//     its reason while False) is announced with one MemberFailed Warning.
+//  4. Deletion branch (step "delete"): if the member is being deleted, decide whether the
+//     member-cleanup finalizer may go (parent gone or deleting; never joined; or absent from etcd's
+//     MemberList) and release it, or hold it and say why. Nothing else runs.
+//  5. Add the member-cleanup finalizer if it is missing ("finalizer").
+//  6. Ensure the PVC ("pvc", PVC members only): create data-<member> when absent; refuse a foreign
+//     one, but wait while it is an earlier member's of this name (re-adoption rewrites its
 //     member-uid); keep its labels and additionalMetadata in place.
-//  7. Ensure the Pod: delete it gracefully when dormant, delete a Failed Pod of a PVC member
-//     (it is recreated from its PVC next pass), delete a PVC member's Pod whose template hash
-//     differs from the one the EtcdCluster controller authorised (a rolling-update restart,
-//     decideRestart), otherwise create it when initialCluster is set
-//     (never for a Memory member that lost its Pod, and never while the parent is unreadable);
-//     refuse a foreign Pod, wait for an earlier member's of this name to be garbage-collected;
-//     keep role=voter and additionalMetadata in place.
-//  8. Requeue only for external state (etcd membership during a deletion, a missing Secret)
-//     and for the end of a running classifier grace (pending, start, failure, node-lost,
-//     terminating), which no event marks; watches drive everything else.
+//  7. Ensure the Pod ("pod"): delete it gracefully when dormant, delete a Failed Pod of a PVC
+//     member (it is recreated from its PVC next pass), delete a PVC member's Pod whose template
+//     hash differs from the one the EtcdCluster controller authorised (a rolling-update restart,
+//     decideRestart), otherwise create it when initialCluster is set (never for a Memory member
+//     that lost its Pod, and never while the parent is unreadable); refuse a foreign Pod, wait for
+//     an earlier member's of this name to be garbage-collected; keep role=voter and
+//     additionalMetadata in place.
+//  8. Requeue only for external state (etcd membership during a deletion, a missing Secret, a Pod
+//     create the API server refused) and for the end of a running classifier grace (pending, start,
+//     failure, node-lost, terminating), which no event marks, whichever comes sooner; a write
+//     conflict or an AlreadyExists from a stale cache requeues quietly after step.ConflictRetry;
+//     watches drive everything else.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	member := &etcdv1alpha2.EtcdMember{}
 	if err := r.client.Get(ctx, req.NamespacedName, member); err != nil {
@@ -283,79 +300,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var out step.Result
+	// Status is written on every path from here, errors included, and a running grace that
+	// ends before the step's own interval brings the pass back sooner.
 	defer func() {
 		recheck, err := r.patchStatus(ctx, sc)
-		if err != nil {
-			retErr = errors.Join(retErr, err)
-		}
-		if recheck > 0 && (res.RequeueAfter == 0 || recheck < res.RequeueAfter) {
-			res.RequeueAfter = recheck
-		}
-		res, retErr = quietConflicts(res, retErr)
+		res, retErr = step.Finish(out.Sooner(recheck), errors.Join(retErr, err))
 	}()
-
-	if !member.DeletionTimestamp.IsZero() {
-		return r.runSteps(ctx, sc, []step{r.reconcileDelete})
-	}
-	if !controllerutil.ContainsFinalizer(member, etcdv1alpha2.FinalizerMemberCleanup) {
-		if err := r.addFinalizer(ctx, sc); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return r.runSteps(ctx, sc, []step{r.ensurePVC, r.ensurePod})
+	out, retErr = r.runSteps(ctx, sc)
+	return ctrl.Result{}, retErr // the deferred status write makes the result
 }
 
-// step is one unit of a pass. Steps run in order; the first that asks to stop or requeue ends
-// the pass, and its requeue interval is the pass's.
-type step func(ctx context.Context, sc *scope) (stepResult, error)
-
-// stepResult says how a pass goes on after a step.
-type stepResult struct {
-	// stop ends the pass without a requeue: the next watch event continues.
-	stop bool
-	// requeueAfter ends the pass and asks for another one after this long.
-	requeueAfter time.Duration
-	// reason says why the pass ended early, for the log.
-	reason string
-}
-
-// proceed lets the next step run.
-var proceed = stepResult{}
-
-func (r *Reconciler) runSteps(ctx context.Context, sc *scope, steps []step) (ctrl.Result, error) {
-	for _, s := range steps {
-		res, err := s(ctx, sc)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if res.stop || res.requeueAfter > 0 {
-			if res.reason != "" {
-				logf.FromContext(ctx).V(1).Info("Pass ended early", "reason", res.reason, "requeueAfter", res.requeueAfter)
-			}
-			return ctrl.Result{RequeueAfter: res.requeueAfter}, nil
-		}
+// runSteps runs the steps of the pass over sc in order, until one fails or ends the pass: the
+// deletion branch alone for a member being deleted, otherwise the finalizer, the PVC and the
+// Pod. The steps take the pass's scope; step.Run knows only the context, so each is bound to sc.
+func (r *Reconciler) runSteps(ctx context.Context, sc *scope) (step.Result, error) {
+	bind := func(name string, run func(context.Context, *scope) (step.Result, error)) step.Named {
+		return step.Named{Name: name, Run: func(ctx context.Context) (step.Result, error) { return run(ctx, sc) }}
 	}
-	return ctrl.Result{}, nil
-}
-
-// quietConflicts turns API conflicts and AlreadyExists (a stale cache racing a write) into a
-// short requeue without an error: they say "look again", not "something failed".
-func quietConflicts(res ctrl.Result, err error) (ctrl.Result, error) {
-	if err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	observe := func(name string, took time.Duration) { metrics.StepDuration(ControllerName, name, took) }
+	if !sc.member.DeletionTimestamp.IsZero() {
+		return step.Run(ctx, observe, bind("delete", r.reconcileDelete))
 	}
-	return res, err
+	return step.Run(ctx, observe, bind("finalizer", r.ensureFinalizer), bind("pvc", r.ensurePVC), bind("pod", r.ensurePod))
 }
 
-// addFinalizer adds the member-cleanup finalizer with an optimistic lock, so that a concurrent
-// change of the finalizer list is never overwritten.
-func (r *Reconciler) addFinalizer(ctx context.Context, sc *scope) error {
+// ensureFinalizer adds the member-cleanup finalizer when it is missing, with an optimistic lock,
+// so that a concurrent change of the finalizer list is never overwritten.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, sc *scope) (step.Result, error) {
+	if controllerutil.ContainsFinalizer(sc.member, etcdv1alpha2.FinalizerMemberCleanup) {
+		return step.Continue, nil
+	}
 	base := sc.member.DeepCopy()
 	controllerutil.AddFinalizer(sc.member, etcdv1alpha2.FinalizerMemberCleanup)
 	if err := r.client.Patch(ctx, sc.member, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding finalizer %s: %w", etcdv1alpha2.FinalizerMemberCleanup, err)
+		return step.Continue, fmt.Errorf("adding finalizer %s: %w", etcdv1alpha2.FinalizerMemberCleanup, err)
 	}
-	return nil
+	return step.Continue, nil
 }
 
 // images are the images this operator builds members of the given version from, as the
@@ -365,7 +346,7 @@ func (r *Reconciler) images(version string) desired.Images {
 }
 
 // event records an action on the member and, when the parent is known, on the cluster too
-// (behaviour.md §23: member-scoped Events appear on both).
+// (member-scoped Events appear on both: docs/design/conditions-and-events.md, "Events").
 func (r *Reconciler) event(sc *scope, eventType, reason, action, note string, args ...any) {
 	var related *etcdv1alpha2.EtcdCluster
 	if sc.parent != nil {

@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
 // releaseDecision is what happens to the member-cleanup finalizer of a member being deleted.
@@ -37,11 +38,11 @@ const (
 	msgWaitingForRemoval = "waiting for the EtcdCluster controller to remove the member from etcd"
 )
 
-// decideWithoutEtcd is the part of the finalizer decision that needs no etcd call (behaviour.md
-// §11, api.md §6.3): release when the parent cluster is gone or being deleted (the whole cluster
-// goes, and calling MemberRemove on a cluster that is shutting down would deadlock the
-// deletion), or when the member never joined (no member ID and no initialCluster). Otherwise the
-// member list decides.
+// decideWithoutEtcd is the part of the finalizer decision that needs no etcd call
+// (docs/design/membership-flows.md, "Cluster deletion"; docs/api.md, "Finalizer"): release when the
+// parent cluster is gone or being deleted (the whole cluster goes, and calling MemberRemove on a
+// cluster that is shutting down would deadlock the deletion), or when the member never joined (no
+// member ID and no initialCluster). Otherwise the member list decides.
 func decideWithoutEtcd(m *etcdv1alpha2.EtcdMember, parent parentState) releaseDecision {
 	switch parent {
 	case parentGone:
@@ -111,11 +112,11 @@ func inMembership(m *etcdv1alpha2.EtcdMember, members []etcdclient.Member) bool 
 
 // reconcileDelete is the deletion branch: release the finalizer when allowed, hold it
 // otherwise, and say why in the Ready condition.
-func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (stepResult, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (step.Result, error) {
 	log := logf.FromContext(ctx)
 	m := sc.member
 	if !controllerutil.ContainsFinalizer(m, etcdv1alpha2.FinalizerMemberCleanup) {
-		return stepResult{stop: true}, nil
+		return step.Stop(""), nil
 	}
 	d := decideWithoutEtcd(m, sc.parentState)
 	var listErr error
@@ -133,8 +134,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (stepResult
 
 	switch {
 	case d.release:
+		if res, err := r.deleteRemovedMembersPod(ctx, sc); err != nil {
+			return res, err
+		}
 		if err := r.removeFinalizer(ctx, sc); err != nil {
-			return stepResult{}, err
+			return step.Result{}, err
 		}
 		sc.notes.released = true
 		log.Info("Released the member-cleanup finalizer", "reason", d.message)
@@ -142,11 +146,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (stepResult
 			// Deletions are rare; an idle cluster keeps no member-controller client.
 			_ = r.etcd.Forget(etcdClientKey(m))
 		}
-		return stepResult{stop: true}, nil
+		return step.Stop(""), nil
 	case sc.parentState == parentUnreadable:
-		return stepResult{}, sc.parentErr
+		return step.Result{}, sc.parentErr
 	case listErr != nil:
-		return stepResult{requeueAfter: etcdUnreachableRetry, reason: "etcd unreachable"}, nil
+		return step.Requeue(etcdUnreachableRetry, "etcd unreachable"), nil
 	case d.blocked:
 		// Ready quotes the held deletion (after what the Pod says, as the member still serves):
 		// once it does, the Warning was already given.
@@ -157,9 +161,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (stepResult
 				m.Name, m.Status.MemberID, etcdv1alpha2.AnnotationAllowDeletion)
 		}
 		// A person acts next; their annotation is a watch event.
-		return stepResult{stop: true}, nil
+		return step.Stop(""), nil
 	}
-	return stepResult{requeueAfter: memberRemovalPoll, reason: "waiting for MemberRemove"}, nil
+	return step.Requeue(memberRemovalPoll, "waiting for MemberRemove"), nil
+}
+
+// deleteRemovedMembersPod deletes the Pod of a member that left etcd, before its finalizer goes:
+// the garbage collector would delete it once the EtcdMember is gone, one hop later, and a
+// scale-down is done only once no removed member's Pod is left terminating. The member serves
+// nothing any more (etcd no longer lists it), so nothing is lost by stopping it now. A cluster
+// being deleted leaves everything to the garbage collector.
+func (r *Reconciler) deleteRemovedMembersPod(ctx context.Context, sc *scope) (step.Result, error) {
+	if sc.parentState != parentPresent || sc.pod == nil || !sc.podOwned || !sc.pod.DeletionTimestamp.IsZero() {
+		return step.Continue, nil
+	}
+	return r.deletePod(ctx, sc, "the member left etcd")
 }
 
 // removeFinalizer removes the member-cleanup finalizer with an optimistic lock.

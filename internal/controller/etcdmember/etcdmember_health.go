@@ -16,11 +16,12 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/internal/podstate"
 )
 
-// memberHealth classifies the member with the health classifier (behaviour.md §9): the one
-// source of the Healthy condition. recheck is how long until a running grace ends (zero for
-// none): no watch event marks that moment, so the pass requeues for it.
+// memberHealth classifies the member with the health classifier (docs/design/healing.md,
+// "Classification"): the one source of the Healthy condition. recheck is how long until a running
+// grace ends (zero for none): no watch event marks that moment, so the pass requeues for it.
 func memberHealth(in statusInput, now time.Time) (c condition, recheck time.Duration) {
 	res := health.Classify(observe(in, now))
 	return condition{res.Status, res.Reason, res.Message}, res.RecheckAfter
@@ -67,7 +68,7 @@ func runningVersion(m *etcdv1alpha2.EtcdMember) string {
 // podObservation is what the classifier needs of the member's Pod and its etcd container.
 func podObservation(pod *corev1.Pod, templateCurrent, wasReadyWithTemplate bool, node *health.Node) *health.Pod {
 	p := &health.Pod{UID: string(pod.UID), CreatedAt: pod.CreationTimestamp.Time, Phase: pod.Status.Phase,
-		Reason: pod.Status.Reason, Ready: podReady(pod), TemplateCurrent: templateCurrent,
+		Reason: pod.Status.Reason, Ready: podstate.ReadyCondition(pod), TemplateCurrent: templateCurrent,
 		WasReadyWithTemplate: wasReadyWithTemplate && templateCurrent, Node: node}
 	if p.Phase == "" {
 		p.Phase = corev1.PodPending
@@ -154,7 +155,7 @@ func previousTermination(pod *corev1.Pod, m *etcdv1alpha2.EtcdMember, minor, clu
 // (learners are never Ready), so a learner's failure counts as a start failure, not a crash
 // loop.
 func wasReady(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
-	if podReady(pod) {
+	if podstate.ReadyCondition(pod) {
 		return true
 	}
 	r := readyConditionOf(m)
@@ -168,7 +169,7 @@ func wasReady(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
 // loop.
 func firstFailure(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) health.Failure {
 	r := readyConditionOf(m)
-	if podReady(pod) || r == nil || r.Status != metav1.ConditionFalse {
+	if podstate.ReadyCondition(pod) || r == nil || r.Status != metav1.ConditionFalse {
 		return health.Failure{}
 	}
 	f := health.Failure{At: r.LastTransitionTime.Time}
@@ -188,7 +189,7 @@ func firstFailure(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) health.Failure {
 // UID, because a new Pod's restarts count from zero.
 func restartBaseline(in statusInput) *etcdv1alpha2.RestartBaseline {
 	p := in.pod
-	if p == nil || podReady(p) || !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
+	if p == nil || podstate.ReadyCondition(p) || !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
 		return nil
 	}
 	cs := etcdContainerStatus(p)

@@ -18,14 +18,14 @@ type restartDecision struct {
 	why string
 }
 
-// decideRestart is the rolling update's Pod decision (behaviour.md §12), pure: a PVC member's
-// running Pod is deleted, to be recreated on the same PVC with --initial-cluster-state=existing,
-// only when the EtcdCluster controller authorised a template hash for the member (the
-// template-hash annotation), the Pod carries another one, and the Pod this controller would
-// build now carries exactly the authorised one (built). The last check keeps the two
-// controllers from restarting a member in a loop when they disagree about a hash input (an
-// operator upgrade running two image repositories, a CA rotated between the two reads): the
-// restart waits until they agree. A Memory member is never restarted: its data would go with
+// decideRestart is the rolling update's Pod decision (docs/design/rolling-updates.md, "Restarts in
+// the member controller"), pure: a PVC member's running Pod is deleted, to be recreated on the same
+// PVC with --initial-cluster-state=existing, only when the EtcdCluster controller authorised a
+// template hash for the member (the template-hash annotation), the Pod carries another one, and the
+// Pod this controller would build now carries exactly the authorised one (built). The last check
+// keeps the two controllers from restarting a member in a loop when they disagree about a hash
+// input (an operator upgrade running two image repositories, a CA rotated between the two reads):
+// the restart waits until they agree. A Memory member is never restarted: its data would go with
 // the Pod; the cluster controller replaces it instead.
 func decideRestart(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod, built string) restartDecision {
 	authorised := m.Annotations[etcdv1alpha2.AnnotationTemplateHash]

@@ -151,7 +151,8 @@ func podOwnedBy(pod *corev1.Pod, member *etcdv1alpha2.EtcdMember) bool {
 
 // pvcOwnedBy reports whether pvc belongs to member: its member-uid annotation names the member's
 // UID, and its controller, if any, is the member's EtcdCluster. PVCs are deliberately not owned
-// by the EtcdMember (behaviour.md §10), so the annotation is the identity.
+// by the EtcdMember (docs/design/healing.md, "PVC lifetime"), so the annotation is the
+// identity.
 func pvcOwnedBy(pvc *corev1.PersistentVolumeClaim, member *etcdv1alpha2.EtcdMember) bool {
 	if pvc.Annotations[etcdv1alpha2.AnnotationMemberUID] != string(member.UID) {
 		return false
@@ -166,10 +167,11 @@ func pvcOwnedBy(pvc *corev1.PersistentVolumeClaim, member *etcdv1alpha2.EtcdMemb
 
 // predecessorPVC reports whether pvc, not the member's own, was left by an earlier EtcdMember of
 // the same name in the same cluster (labels, member-uid of another UID, no controller but the
-// member's cluster), and the member was created under that name explicitly. That is how a
-// deleted member comes back: the EtcdCluster controller re-creates it and rewrites the PVC's
-// member-uid right after (behaviour.md §10, re-adoption), so the member waits for that instead
-// of refusing the data. A member named by GenerateName never comes back for old data.
+// member's cluster), and the member was created under that name explicitly. That is how a deleted
+// member comes back: the EtcdCluster controller re-creates it and rewrites the PVC's member-uid
+// right after (docs/design/membership-flows.md, "Re-adoption of orphan PVCs"), so the member waits
+// for that instead of refusing the data. A member named by GenerateName never comes back for old
+// data.
 func predecessorPVC(pvc *corev1.PersistentVolumeClaim, member *etcdv1alpha2.EtcdMember) bool {
 	uid := pvc.Annotations[etcdv1alpha2.AnnotationMemberUID]
 	if member.GenerateName != "" || uid == "" || uid == string(member.UID) || pvc.Labels[etcdv1alpha2.LabelComponent] != member.Name ||

@@ -16,10 +16,12 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/internal/podstate"
 )
 
-// Condition reasons on EtcdMember (api.md §3.2). PodAbsent and TemplateUnknown are this
-// controller's additions for an Updated condition that has no Pod, or no hash, to compare.
+// Condition reasons on EtcdMember (docs/api.md, "EtcdMember status and conditions"). PodAbsent and
+// TemplateUnknown are this controller's additions for an Updated condition that has no Pod, or no
+// hash, to compare.
 const (
 	ReasonPodReady            = "PodReady"
 	ReasonPodNotReady         = "PodNotReady"
@@ -42,7 +44,7 @@ const (
 )
 
 // EventMemberFailed announces a member's Healthy condition turning False, with its
-// classification (behaviour.md §23).
+// classification (docs/design/conditions-and-events.md, "Events").
 const EventMemberFailed = "MemberFailed"
 
 // actionClassify is the Event action of a health classification.
@@ -57,7 +59,8 @@ type statusInput struct {
 	// pvcOwned says the member's PVC exists and is its own.
 	pvcOwned bool
 	notes    notes
-	// graces are the classifier's graces; zero fields take the defaults of behaviour.md §24.
+	// graces are the classifier's graces; zero fields take the defaults of
+	// docs/design/timings.md, "Graces".
 	graces health.Graces
 	// clusterID is the parent's latched etcd cluster ID, empty when unknown: a termination
 	// message naming another cluster ID means the member's data belongs elsewhere.
@@ -173,7 +176,7 @@ func servingCondition(in statusInput) condition {
 		return notReady("no pod")
 	case !in.pod.DeletionTimestamp.IsZero():
 		return notReady("pod is terminating")
-	case !podReady(in.pod):
+	case !podstate.ReadyCondition(in.pod):
 		phase := in.pod.Status.Phase
 		if phase == "" {
 			phase = corev1.PodPending
@@ -234,16 +237,6 @@ func versionDriftedCondition(m *etcdv1alpha2.EtcdMember) (condition, bool) {
 		return condition{metav1.ConditionFalse, ReasonVersionMatched, "member runs " + running + " as specified"}, true
 	}
 	return condition{metav1.ConditionTrue, ReasonVersionMismatch, "member runs " + running + ", spec.version is " + m.Spec.Version}, true
-}
-
-// podReady reports the Pod's Ready condition.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // readyConditionOf returns the member's Ready condition, or nil.

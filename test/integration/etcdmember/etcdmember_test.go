@@ -478,6 +478,22 @@ func TestForeignDeletionHeld(t *testing.T) {
 	})
 	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xb2, Name: "someone-else"})
 	waitGone(t, m)
+	// The member left etcd: its Pod is deleted with it, by the member controller itself rather
+	// than one garbage-collector hop later (envtest runs no garbage collector, so only the
+	// controller can have done it).
+	eventually(t, convergeTimeout, "the removed member's Pod deleted", func(ctx context.Context) error {
+		pod := &corev1.Pod{}
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case !pod.DeletionTimestamp.IsZero():
+			return nil
+		}
+		return errors.New("the Pod is still there")
+	})
 }
 
 func TestForeignPodNeverTouched(t *testing.T) {

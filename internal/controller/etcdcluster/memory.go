@@ -1,0 +1,135 @@
+package etcdcluster
+
+import (
+	"maps"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+)
+
+// warning names a kind of Warning Event sent once per distinct value (a refusal's message, a
+// pending generation): a new value means something changed and is announced again.
+type warning string
+
+const (
+	warnSpecPending     warning = "SpecChangePending"
+	warnQuorumBlocked   warning = "QuorumGateBlocked"
+	warnVersionRejected warning = "VersionChangeRejected"
+)
+
+// memory is what this operator process remembers of each cluster between passes: when each etcd
+// member ID was first seen, and first seen started (the orphan grace and etcd's strict
+// reconfiguration check are timed from them; etcd keeps no such record), the last Warning of each
+// kind, and whether this process restarted a member of a roll that has not converged. A restart
+// or a new leader starts from nothing: the timers restart (which only delays an orphan's
+// removal), a Warning may be sent once more, and a roll in progress is reported as a scale-up
+// until it converges. No safety decision depends on it (docs/design/reconcile-pass.md).
+type memory struct {
+	mu       sync.Mutex
+	clusters map[types.NamespacedName]*clusterMemory
+}
+
+type clusterMemory struct {
+	firstSeen map[uint64]time.Time
+	// startedSeen is nil until the process first looked at the cluster's member list.
+	startedSeen map[uint64]time.Time
+	warned      map[warning]string
+	rolling     bool
+}
+
+func newMemory() *memory { return &memory{clusters: map[types.NamespacedName]*clusterMemory{}} }
+
+// of returns key's memory, creating it; the caller holds mu.
+func (m *memory) of(key types.NamespacedName) *clusterMemory {
+	c := m.clusters[key]
+	if c == nil {
+		c = &clusterMemory{warned: map[warning]string{}}
+		m.clusters[key] = c
+	}
+	return c
+}
+
+// seen records etcd's member list as observed at now and returns copies of when each listed
+// member was first seen and first seen started. Members that left are forgotten. A member
+// already started the first time this process looks gets the zero time: it was up before the
+// operator was, so most likely for longer than any grace.
+func (m *memory) seen(key types.NamespacedName, list []etcdclient.Member, now time.Time) (firstSeen, startedSeen map[uint64]time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(key)
+	first := make(map[uint64]time.Time, len(list))
+	started := make(map[uint64]time.Time, len(list))
+	for _, e := range list {
+		if t, ok := c.firstSeen[e.ID]; ok {
+			first[e.ID] = t
+		} else {
+			first[e.ID] = now
+		}
+		switch t, ok := c.startedSeen[e.ID]; {
+		case ok:
+			started[e.ID] = t
+		case !e.Started():
+		case c.startedSeen != nil:
+			started[e.ID] = now
+		default:
+			started[e.ID] = time.Time{}
+		}
+	}
+	c.firstSeen, c.startedSeen = first, started
+	return maps.Clone(first), maps.Clone(started)
+}
+
+// warnOnce reports whether a Warning of kind with value is new, and remembers it.
+func (m *memory) warnOnce(key types.NamespacedName, kind warning, value string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(key)
+	last, ok := c.warned[kind]
+	c.warned[kind] = value
+	return !ok || last != value
+}
+
+// rearm forgets the last Warning of kind: the same value later is a new occurrence.
+func (m *memory) rearm(key types.NamespacedName, kind warning) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.of(key).warned, kind)
+}
+
+// rolling reports whether this process restarted a member of key's cluster since the cluster
+// last converged.
+func (m *memory) rolling(key types.NamespacedName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.of(key).rolling
+}
+
+// startRoll records a roll restart and reports whether it is the roll's first.
+func (m *memory) startRoll(key types.NamespacedName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(key)
+	first := !c.rolling
+	c.rolling = true
+	return first
+}
+
+// endRoll records convergence and reports whether a roll this process started just ended.
+func (m *memory) endRoll(key types.NamespacedName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(key)
+	was := c.rolling
+	c.rolling = false
+	return was
+}
+
+// forget drops everything remembered of key.
+func (m *memory) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.clusters, key)
+}

@@ -1,0 +1,113 @@
+package etcdcluster
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/internal/podstate"
+)
+
+// endpoints are the client URLs of members whose Pod runs with an IP, by member name: Pod IPs,
+// never DNS (the operator may run outside the cluster's DNS, and tests run it on the host). A
+// member being removed stays in: until etcd no longer lists it, it votes, and the quorum gate
+// must see its health (listed drops it from Status once it is gone).
+func (o *observation) endpoints() map[string]string {
+	out := map[string]string{}
+	for i := range o.members {
+		m := &o.members[i]
+		if m.Spec.Dormant {
+			continue
+		}
+		if pod := o.pods[m.Name]; podstate.Running(pod) && pod.Status.PodIP != "" {
+			out[m.Name] = membership.ClientURL(pod.Status.PodIP, o.clientTLS())
+		}
+	}
+	return out
+}
+
+// observeEtcd fills the etcd view. Failures leave it unknown: a silent etcd is an observation,
+// not an error of the pass.
+func (r *Reconciler) observeEtcd(ctx context.Context, o *observation) {
+	log := logf.FromContext(ctx)
+	byMember := o.endpoints()
+	if len(byMember) == 0 || r.etcd == nil {
+		return
+	}
+	eps := slices.Sorted(maps.Values(byMember))
+	if o.clientTLS() {
+		// The operator's TLS client material is wired with TLS support; never dial a TLS cluster
+		// in plaintext.
+		log.V(1).Info("Not dialling a TLS cluster: TLS clients are not supported yet")
+		return
+	}
+	cli, err := r.etcd.Get(ctx, o.key().String(), etcdclient.Config{Endpoints: eps})
+	if err != nil {
+		log.V(1).Info("Cannot reach etcd", "reason", err.Error())
+		return
+	}
+	o.etcdClient = cli
+	start := time.Now()
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		log.V(1).Info("MemberList failed", "reason", err.Error(), "took", time.Since(start))
+		return
+	}
+	listTook := time.Since(start)
+	o.etcd = membership.Etcd{Known: true, Members: list, Statuses: statuses(ctx, cli, listed(byMember, list))}
+	statusTook := time.Since(start) - listTook
+	for _, st := range o.etcd.Statuses {
+		if st.Leader != 0 {
+			o.etcd.Leader = st.Leader
+			break
+		}
+	}
+	if alarms, err := cli.AlarmList(ctx); err == nil {
+		o.etcd.Alarms = alarms
+	}
+	o.etcd.FirstSeen, o.etcd.StartedSeen = r.memory.seen(o.key(), list, o.now)
+	// Slow observations make every step slow; debug logs say which call it was.
+	log.V(1).Info("Observed etcd", "memberList", listTook, "status", statusTook, "total", time.Since(start), "answered", len(o.etcd.Statuses))
+}
+
+// listed keeps the endpoints of members etcd's member list shows started, sorted: a member
+// etcd does not list was removed, and one that has not started cannot answer yet.
+func listed(byMember map[string]string, list []etcdclient.Member) []string {
+	var out []string
+	for name, ep := range byMember {
+		if slices.ContainsFunc(list, func(e etcdclient.Member) bool {
+			return e.Started() && (e.Name == name || slices.ContainsFunc(e.PeerURLs, func(u string) bool { return membership.NameFromPeerURL(u) == name }))
+		}) {
+			out = append(out, ep)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// statuses asks every endpoint for its Status in parallel (each call has its own timeout in the
+// adapter) and indexes the answers by member ID.
+func statuses(ctx context.Context, cli etcdAPI, eps []string) map[uint64]etcdclient.Status {
+	out := map[uint64]etcdclient.Status{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, ep := range eps {
+		wg.Go(func() {
+			st, err := cli.Status(ctx, ep)
+			if err != nil || st.ID == 0 {
+				return
+			}
+			mu.Lock()
+			out[st.ID] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}

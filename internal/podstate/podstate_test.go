@@ -1,0 +1,75 @@
+package podstate
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func pod(phase corev1.PodPhase, ready, deleting bool) *corev1.Pod {
+	p := &corev1.Pod{Status: corev1.PodStatus{Phase: phase}}
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: st}}
+	if deleting {
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+	}
+	return p
+}
+
+func TestPodFacts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                    string
+		pod                     *corev1.Pod
+		running, ready, serving bool
+	}{
+		{"nil", nil, false, false, false},
+		{"running and Ready", pod(corev1.PodRunning, true, false), true, true, true},
+		{"running, not Ready", pod(corev1.PodRunning, false, false), true, false, false},
+		{"Ready but being deleted", pod(corev1.PodRunning, true, true), false, true, false},
+		{"pending", pod(corev1.PodPending, false, false), false, false, false},
+		{"failed with a stale Ready", pod(corev1.PodFailed, true, false), false, true, false},
+		{"no conditions", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Running(tc.pod); got != tc.running {
+				t.Errorf("Running = %v, want %v", got, tc.running)
+			}
+			if got := ReadyCondition(tc.pod); got != tc.ready {
+				t.Errorf("ReadyCondition = %v, want %v", got, tc.ready)
+			}
+			if got := Serving(tc.pod); got != tc.serving {
+				t.Errorf("Serving = %v, want %v", got, tc.serving)
+			}
+		})
+	}
+}
+
+func TestContainerStarted(t *testing.T) {
+	t.Parallel()
+	at := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	p := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+		{Name: "guard", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}},
+		{Name: "etcd", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}}},
+	}}}
+	if got := ContainerStarted(p, "etcd"); !got.Equal(at.Time) {
+		t.Errorf("ContainerStarted(etcd) = %v, want %v", got, at.Time)
+	}
+	if got := ContainerStarted(p, "missing"); !got.IsZero() {
+		t.Errorf("ContainerStarted(missing) = %v, want zero", got)
+	}
+	if got := ContainerStarted(nil, "etcd"); !got.IsZero() {
+		t.Errorf("ContainerStarted(nil) = %v, want zero", got)
+	}
+	waiting := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "etcd", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}}}}}
+	if got := ContainerStarted(waiting, "etcd"); !got.IsZero() {
+		t.Errorf("ContainerStarted(waiting) = %v, want zero", got)
+	}
+}
