@@ -103,14 +103,19 @@ type EtcdOptions struct {
 	// +optional
 	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
 
-	// autoCompactionRetention is etcd's --auto-compaction-retention: a duration such as "5m"
-	// or "1h30m" for periodic mode, or a revision count such as "1000" for revision mode.
+	// autoCompactionRetention is etcd's --auto-compaction-retention. In periodic mode (etcd's
+	// default) it is a duration such as "5m" or "1h30m", or an integer meaning hours; in
+	// revision mode it is a revision count such as "1000", and a duration is refused (etcd would
+	// read "1h" as 3.6×10¹² revisions).
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$|^[0-9]+$`
 	// +optional
 	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
 
 	// snapshotCount is etcd's --snapshot-count: committed transactions between raft snapshots.
+	// Unset means etcd's default (100000 up to 3.5, 10000 from 3.6). At most 100000: etcd keeps
+	// the log since the last snapshot in memory, and the step from 3.6 to 3.7 waits until every
+	// member has taken a snapshot.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	SnapshotCount *int64 `json:"snapshotCount,omitempty"`

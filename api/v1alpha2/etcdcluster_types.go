@@ -24,12 +24,15 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="spec.bootstrap is immutable post-create; it is consulted only at first bootstrap"
 // +kubebuilder:validation:XValidation:rule="!(has(self.bootstrap) && has(self.bootstrap.restore)) || !(has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.bootstrap.restore is unsupported with spec.storage.medium=Memory: the restored data dir is tmpfs, so any seed Pod restart re-restores the snapshot — reverting writes (single member) or breaking the cluster with a fresh ID it can't rejoin (multi-member). Use persistent storage to restore."
 type EtcdClusterSpec struct {
-	// replicas is the number of etcd members. An odd number is recommended: 4 members tolerate
-	// no more failures than 3. 0 pauses the cluster: one dormant member keeps its PVC and member
-	// ID, and setting replicas back to N resumes with the same cluster ID and data. Works with
-	// kubectl scale through the /scale subresource.
+	// replicas is the number of etcd members, at most 7 (etcd's recommended largest cluster:
+	// every write waits for a majority, so more members make writes slower without making the
+	// cluster much safer). An odd number is recommended: 4 members tolerate no more failures
+	// than 3. 0 pauses the cluster: one dormant member keeps its PVC and member ID, and setting
+	// replicas back to N resumes with the same cluster ID and data. Works with kubectl scale
+	// through the /scale subresource.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self <= 7",message="spec.replicas must be at most 7: etcd recommends at most 7 members, since every write waits for a majority of them; use 1, 3, 5 or 7"
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
@@ -94,6 +97,8 @@ type EtcdClusterSpec struct {
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 
 	// options are typed etcd flags. Changes roll to running members.
+	// +kubebuilder:validation:XValidation:rule="!has(self.snapshotCount) || self.snapshotCount <= 100000",fieldPath=".snapshotCount",message="spec.options.snapshotCount must be at most 100000 (etcd 3.5's default; 3.6 and later default to 10000): a longer interval keeps more raft log in memory and delays the 3.6 to 3.7 upgrade, which waits until every member has taken a snapshot; lower it, or leave it unset for etcd's default"
+	// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || self.autoCompactionMode != 'revision' || !has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^[0-9]+$')",fieldPath=".autoCompactionRetention",message="spec.options.autoCompactionRetention must be a revision count such as 1000 when spec.options.autoCompactionMode is revision: etcd would read a duration such as 1h as 3.6 trillion revisions and never compact; write an integer, or use autoCompactionMode periodic for a duration"
 	// +optional
 	Options *EtcdOptions `json:"options,omitempty"`
 

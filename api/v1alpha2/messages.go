@@ -74,6 +74,13 @@ const (
 	// MsgRestoreChecksumFormat is rule 18.
 	MsgRestoreChecksumFormat = "spec.bootstrap.restore.checksum must be sha256:<64 lowercase hex digits>, as in an EtcdSnapshot's status.artifact.checksum"
 
+	// MsgReplicasMax is rule 19.
+	MsgReplicasMax = "spec.replicas must be at most 7: etcd recommends at most 7 members, since every write waits for a majority of them; use 1, 3, 5 or 7"
+	// MsgSnapshotCountMax is rule 20.
+	MsgSnapshotCountMax = "spec.options.snapshotCount must be at most 100000 (etcd 3.5's default; 3.6 and later default to 10000): a longer interval keeps more raft log in memory and delays the 3.6 to 3.7 upgrade, which waits until every member has taken a snapshot; lower it, or leave it unset for etcd's default"
+	// MsgRevisionRetention is rule 21.
+	MsgRevisionRetention = "spec.options.autoCompactionRetention must be a revision count such as 1000 when spec.options.autoCompactionMode is revision: etcd would read a duration such as 1h as 3.6 trillion revisions and never compact; write an integer, or use autoCompactionMode periodic for a duration"
+
 	// MsgSnapshotSpecImmutable rejects any change to an EtcdSnapshot's spec.
 	MsgSnapshotSpecImmutable = "EtcdSnapshot spec is immutable; create a new EtcdSnapshot to take another snapshot"
 	// MsgSnapshotClusterRefName rejects an EtcdSnapshot that names no cluster.

@@ -322,3 +322,38 @@ func TestEtcdClusterNames(t *testing.T) {
 		})
 	}
 }
+
+func withReplicas(n int32) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Replicas = ptr.To(n) }
+}
+
+func withOptions(o etcdv1alpha2.EtcdOptions) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Options = &o }
+}
+
+// TestEtcdClusterInputRules covers rules 19 and later of api.md ("EtcdCluster rules"): input that
+// the API server would otherwise accept and the cluster could then not run, or run badly.
+func TestEtcdClusterInputRules(t *testing.T) {
+	t.Parallel()
+	runClusterCases(t, []clusterCase{
+		// Rule 19.
+		{name: "seven members", create: fns(withReplicas(7))},
+		{name: "eight members", create: fns(withReplicas(8)), wantField: "spec.replicas", wantMsg: etcdv1alpha2.MsgReplicasMax},
+		{name: "scaled beyond seven", update: withReplicas(9), wantField: "spec.replicas", wantMsg: etcdv1alpha2.MsgReplicasMax},
+		// Rule 20.
+		{name: "snapshot count at etcd 3.5's default", create: fns(withOptions(etcdv1alpha2.EtcdOptions{SnapshotCount: ptr.To[int64](100000)}))},
+		{name: "snapshot count beyond the bound", create: fns(withOptions(etcdv1alpha2.EtcdOptions{SnapshotCount: ptr.To[int64](100001)})),
+			wantField: "spec.options.snapshotCount", wantMsg: etcdv1alpha2.MsgSnapshotCountMax},
+		// Rule 21.
+		{name: "revision retention as a count", create: fns(withOptions(etcdv1alpha2.EtcdOptions{
+			AutoCompactionMode: etcdv1alpha2.AutoCompactionRevision, AutoCompactionRetention: "1000",
+		}))},
+		{name: "revision retention as a duration", create: fns(withOptions(etcdv1alpha2.EtcdOptions{
+			AutoCompactionMode: etcdv1alpha2.AutoCompactionRevision, AutoCompactionRetention: "1h",
+		})), wantField: "spec.options.autoCompactionRetention", wantMsg: etcdv1alpha2.MsgRevisionRetention},
+		{name: "periodic retention in hours", create: fns(withOptions(etcdv1alpha2.EtcdOptions{
+			AutoCompactionMode: etcdv1alpha2.AutoCompactionPeriodic, AutoCompactionRetention: "12",
+		}))},
+		{name: "retention as a duration in etcd's default mode", create: fns(withOptions(etcdv1alpha2.EtcdOptions{AutoCompactionRetention: "30m"}))},
+	})
+}
