@@ -91,7 +91,8 @@ const (
 type EtcdOptions struct {
 	// quotaBackendBytes is etcd's --quota-backend-bytes: the database size at which etcd raises
 	// a NOSPACE alarm and refuses writes. Unset means min(2 GiB, storage.size / 2), so that a
-	// small disk raises the alarm before it fills. 0 means etcd's own default. At most 1 TiB:
+	// small disk raises the alarm before it fills. 0 means etcd's own default, 2 GiB. Neither
+	// may exceed storage.size, or the disk fills before the alarm can fire. At most 1 TiB:
 	// etcd maps the whole quota at start, and a quota far beyond that (about 232 TiB) cannot be
 	// mapped, so etcd would never start; etcd itself recommends at most 8 GiB.
 	// +kubebuilder:validation:Minimum=0

@@ -23,6 +23,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap cannot be added to or removed from an existing cluster; it is consulted only at first bootstrap"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="spec.bootstrap is immutable post-create; it is consulted only at first bootstrap"
 // +kubebuilder:validation:XValidation:rule="!(has(self.bootstrap) && has(self.bootstrap.restore)) || !(has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.bootstrap.restore is unsupported with spec.storage.medium=Memory: the restored data dir is tmpfs, so any seed Pod restart re-restores the snapshot — reverting writes (single member) or breaking the cluster with a fresh ID it can't rejoin (multi-member). Use persistent storage to restore."
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || !quantity(string(self.storage.size)).isLessThan(self.options.quotaBackendBytes == 0 ? quantity('2Gi') : quantity('0').add(self.options.quotaBackendBytes))",fieldPath=".options.quotaBackendBytes",message="spec.options.quotaBackendBytes must not exceed spec.storage.size (0 means etcd's own default, 2 GiB): the volume would fill up before etcd raises its NOSPACE alarm; lower the quota, leave it unset for min(2 GiB, size/2), or grow spec.storage.size"
 type EtcdClusterSpec struct {
 	// replicas is the number of etcd members, at most 7 (etcd's recommended largest cluster:
 	// every write waits for a majority, so more members make writes slower without making the
@@ -48,7 +49,10 @@ type EtcdClusterSpec struct {
 	Version string `json:"version"`
 
 	// storage is each member's data directory: a PVC by default, or tmpfs with medium Memory.
+	// Its size must be at least 256Mi with either medium: etcd preallocates two 64 MB WAL segments
+	// next to its database, and the default quota (half the size) must leave room for them.
 	// +kubebuilder:default={size: "1Gi", medium: ""}
+	// +kubebuilder:validation:XValidation:rule="!has(self.size) || quantity(string(self.size)).compareTo(quantity('256Mi')) >= 0 || (has(self.medium) && self.medium == 'Memory' && !quantity(string(self.size)).isGreaterThan(quantity('0')))",fieldPath=".size",message="spec.storage.size must be at least 256Mi (the PVC request, or the tmpfs sizeLimit with medium Memory): etcd preallocates two 64 MB WAL segments next to its database, and the default quota of half the size must leave room for them; set 256Mi or more"
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
 

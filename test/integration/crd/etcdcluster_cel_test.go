@@ -327,6 +327,10 @@ func withReplicas(n int32) func(*etcdv1alpha2.EtcdCluster) {
 	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Replicas = ptr.To(n) }
 }
 
+func withSize(size string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse(size)) }
+}
+
 func withOptions(o etcdv1alpha2.EtcdOptions) func(*etcdv1alpha2.EtcdCluster) {
 	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Options = &o }
 }
@@ -355,5 +359,26 @@ func TestEtcdClusterInputRules(t *testing.T) {
 			AutoCompactionMode: etcdv1alpha2.AutoCompactionPeriodic, AutoCompactionRetention: "12",
 		}))},
 		{name: "retention as a duration in etcd's default mode", create: fns(withOptions(etcdv1alpha2.EtcdOptions{AutoCompactionRetention: "30m"}))},
+		// Rule 22.
+		{name: "pvc at the floor", create: fns(withSize("256Mi"))},
+		{name: "pvc below the floor", create: fns(withSize("255Mi")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		{name: "pvc of a fraction of a byte", create: fns(withSize("100m")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		{name: "pvc of zero bytes", create: fns(withSize("0")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		{name: "pvc of negative size", create: fns(withSize("-1Gi")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		{name: "memory at the floor", create: fns(withMemory("256Mi"))},
+		{name: "memory below the floor", create: fns(withMemory("128Mi")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		// Rule 23.
+		{name: "quota equal to the size", create: fns(withSize("1Gi"), withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](1 << 30)}))},
+		{name: "quota beyond the size", create: fns(withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](1<<30 + 1)})),
+			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
+		{name: "quota beyond a memory size", create: fns(withMemory("512Mi"), withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](1 << 30)})),
+			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
+		{name: "etcd's default quota on a 1Gi volume", create: fns(withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](0)})),
+			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
+		{name: "etcd's default quota on a 2Gi volume", create: fns(withSize("2Gi"), withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](0)}))},
+		{name: "storage grown past the quota", create: fns(withSize("4Gi"), withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](3 << 30)}))},
+		{name: "quota raised past the size", create: fns(withSize("4Gi")),
+			update:    withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](5 << 30)}),
+			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
 	})
 }
