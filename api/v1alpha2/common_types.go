@@ -61,18 +61,35 @@ type StorageSpec struct {
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
 
+// LabelValue and AnnotationValue are aliases of string, so the maps that use them keep the Go
+// type map[string]string. They exist for their schema bound: without a maxLength the API server
+// prices a CEL check of a map value as if the value filled the whole request, and refuses the
+// CRD (docs/api.md, rule 24). The Makefile's generate target explains the GODEBUG it needs.
+
+// LabelValue is a label value: at most 63 characters.
+// +kubebuilder:validation:MaxLength=63
+type LabelValue = string
+
+// AnnotationValue is an annotation value: at most 128 Ki characters, more than an annotation
+// map of this API may hold in all.
+// +kubebuilder:validation:MaxLength=131072
+type AnnotationValue = string
+
 // AdditionalMetadata is merged onto objects the operator creates for a cluster.
 type AdditionalMetadata struct {
 	// labels are added to member Pods, PVCs, both Services, the PodDisruptionBudget and
-	// EtcdMembers. Keys with the prefix etcd-operator.cozystack.io/ are ignored, and the
-	// operator's own labels win over these.
+	// EtcdMembers: at most 64, each a valid label key and value. Keys with the prefix
+	// etcd-operator.cozystack.io/ are ignored, and the operator's own labels win over these.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 
-	// annotations are added to the same objects as labels, with the same rules. Changes are
-	// applied in place, without restarting members.
+	// annotations are added to the same objects as labels, with the same rules: at most 64
+	// valid annotation keys, and 128 KiB of keys and values together. Changes are applied in
+	// place, without restarting members.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 }
 
 // AutoCompactionMode is etcd's --auto-compaction-mode.

@@ -85,6 +85,12 @@ type EtcdClusterSpec struct {
 
 	// additionalMetadata is merged onto every object the operator creates for this cluster
 	// (Pods, PVCs, Services, PodDisruptionBudget, EtcdMembers), in place and without restarts.
+	// Keys and values must be valid Kubernetes label and annotation keys and values, and the
+	// annotations may hold at most 128 KiB, so that every object they are copied onto is valid.
+	// +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, !format.qualifiedName().validate(k).hasValue())",fieldPath=".labels",message="spec.additionalMetadata.labels has a key that is not a valid label key (an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every object the operator creates with it, so fix or remove the key"
+	// +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, !format.labelValue().validate(self.labels[k]).hasValue())",fieldPath=".labels",message="spec.additionalMetadata.labels has a value that is not a valid label value (empty, or at most 63 letters, digits, '-', '_' or '.' that start and end with a letter or digit); Kubernetes would refuse every object the operator creates with it, so fix the value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || self.annotations.all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue())",fieldPath=".annotations",message="spec.additionalMetadata.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every object the operator creates with it, so fix or remove the key"
+	// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || self.annotations.map(k, size(bytes(k)) + size(bytes(self.annotations[k]))).sum() <= 131072",fieldPath=".annotations",message="spec.additionalMetadata.annotations may hold at most 128 KiB of keys and values together: they are copied onto every Pod, PVC, Service and EtcdMember of the cluster, where Kubernetes allows 256 KiB of annotations in all, shared with the operator's own and other controllers'; shorten or remove some"
 	// +optional
 	AdditionalMetadata *AdditionalMetadata `json:"additionalMetadata,omitempty"`
 
@@ -112,9 +118,13 @@ type EtcdClusterSpec struct {
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
-	// nodeSelector restricts member Pods to matching nodes. Changes roll to running members.
+	// nodeSelector restricts member Pods to matching nodes: at most 64 entries, each a valid
+	// label key and value. Changes roll to running members.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="spec.nodeSelector has a key that is not a valid label key (an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every member Pod with it, so fix or remove the key"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.labelValue().validate(self[k]).hasValue())",message="spec.nodeSelector has a value that is not a valid label value (empty, or at most 63 letters, digits, '-', '_' or '.' that start and end with a letter or digit); Kubernetes would refuse every member Pod with it, so fix the value"
 	// +optional
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// tolerations let member Pods run on tainted nodes. Changes roll to running members.
 	// +listType=atomic
@@ -255,12 +265,15 @@ type ClientServiceSpec struct {
 	// +optional
 	Type ClientServiceType `json:"type,omitempty"`
 
-	// annotations are merged onto the client Service only, for example load-balancer settings.
-	// Keys with the prefix etcd-operator.cozystack.io/ are rejected.
+	// annotations are merged onto the client Service only, for example load-balancer settings:
+	// at most 64 valid annotation keys, and 64 KiB of keys and values together. Keys with the
+	// prefix etcd-operator.cozystack.io/ are rejected.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd-operator.cozystack.io/'))",message="spec.clientService.annotations must not use the reserved prefix etcd-operator.cozystack.io/; remove those keys"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue())",message="spec.clientService.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse the client Service with it, so fix or remove the key"
+	// +kubebuilder:validation:XValidation:rule="self.map(k, size(bytes(k)) + size(bytes(self[k]))).sum() <= 65536",message="spec.clientService.annotations may hold at most 64 KiB of keys and values together: the client Service also carries spec.additionalMetadata.annotations, and Kubernetes allows 256 KiB of annotations in all; shorten or remove some"
 	// +optional
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 }
 
 // ObservedClusterSpec is the target the operator has latched from spec and is converging to.

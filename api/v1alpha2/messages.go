@@ -84,6 +84,22 @@ const (
 	MsgStorageSizeFloor = "spec.storage.size must be at least 256Mi (the PVC request, or the tmpfs sizeLimit with medium Memory): etcd preallocates two 64 MB WAL segments next to its database, and the default quota of half the size must leave room for them; set 256Mi or more"
 	// MsgQuotaExceedsStorage is rule 23.
 	MsgQuotaExceedsStorage = "spec.options.quotaBackendBytes must not exceed spec.storage.size (0 means etcd's own default, 2 GiB): the volume would fill up before etcd raises its NOSPACE alarm; lower the quota, leave it unset for min(2 GiB, size/2), or grow spec.storage.size"
+	// MsgAdditionalLabelKey is rule 24 for additionalMetadata.labels keys.
+	MsgAdditionalLabelKey = "spec.additionalMetadata.labels has a key that is not a valid label key (an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every object the operator creates with it, so fix or remove the key"
+	// MsgAdditionalLabelValue is rule 24 for additionalMetadata.labels values.
+	MsgAdditionalLabelValue = "spec.additionalMetadata.labels has a value that is not a valid label value (empty, or at most 63 letters, digits, '-', '_' or '.' that start and end with a letter or digit); Kubernetes would refuse every object the operator creates with it, so fix the value"
+	// MsgAdditionalAnnotationKey is rule 24 for additionalMetadata.annotations keys.
+	MsgAdditionalAnnotationKey = "spec.additionalMetadata.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every object the operator creates with it, so fix or remove the key"
+	// MsgAdditionalAnnotationsSize is rule 24 for the size of additionalMetadata.annotations.
+	MsgAdditionalAnnotationsSize = "spec.additionalMetadata.annotations may hold at most 128 KiB of keys and values together: they are copied onto every Pod, PVC, Service and EtcdMember of the cluster, where Kubernetes allows 256 KiB of annotations in all, shared with the operator's own and other controllers'; shorten or remove some"
+	// MsgNodeSelectorKey is rule 24 for nodeSelector keys.
+	MsgNodeSelectorKey = "spec.nodeSelector has a key that is not a valid label key (an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every member Pod with it, so fix or remove the key"
+	// MsgNodeSelectorValue is rule 24 for nodeSelector values.
+	MsgNodeSelectorValue = "spec.nodeSelector has a value that is not a valid label value (empty, or at most 63 letters, digits, '-', '_' or '.' that start and end with a letter or digit); Kubernetes would refuse every member Pod with it, so fix the value"
+	// MsgClientServiceAnnotationKey is rule 24 for clientService.annotations keys.
+	MsgClientServiceAnnotationKey = "spec.clientService.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse the client Service with it, so fix or remove the key"
+	// MsgClientServiceAnnotationsSize is rule 24 for the size of clientService.annotations.
+	MsgClientServiceAnnotationsSize = "spec.clientService.annotations may hold at most 64 KiB of keys and values together: the client Service also carries spec.additionalMetadata.annotations, and Kubernetes allows 256 KiB of annotations in all; shorten or remove some"
 
 	// MsgSnapshotSpecImmutable rejects any change to an EtcdSnapshot's spec.
 	MsgSnapshotSpecImmutable = "EtcdSnapshot spec is immutable; create a new EtcdSnapshot to take another snapshot"

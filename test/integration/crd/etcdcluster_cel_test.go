@@ -382,3 +382,87 @@ func TestEtcdClusterInputRules(t *testing.T) {
 			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
 	})
 }
+
+func withLabels(labels map[string]string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) {
+		c.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Labels: labels}
+	}
+}
+
+func withAnnotations(annotations map[string]string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) {
+		c.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Annotations: annotations}
+	}
+}
+
+func withNodeSelector(selector map[string]string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.NodeSelector = selector }
+}
+
+func withClientServiceAnnotations(annotations map[string]string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) {
+		c.Spec.ClientService = &etcdv1alpha2.ClientServiceSpec{Annotations: annotations}
+	}
+}
+
+// manyKeys returns n distinct valid keys.
+func manyKeys(n int) map[string]string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return m
+}
+
+// TestEtcdClusterMetadataRules covers rule 24: labels, annotations and node selectors the API
+// server would refuse on the objects the operator creates from them.
+func TestEtcdClusterMetadataRules(t *testing.T) {
+	t.Parallel()
+	longPrefix := strings.Repeat("a", 254) + "/name"
+	maxPrefix := strings.Repeat("a", 253) + "/name"
+	runClusterCases(t, []clusterCase{
+		{name: "valid labels", create: fns(withLabels(map[string]string{
+			"team": "storage", "example.com/tier": "db-1", "empty": "", maxPrefix: strings.Repeat("v", 63), strings.Repeat("n", 63): "x",
+		}))},
+		{name: "label key with a space", create: fns(withLabels(map[string]string{"team name": "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label key with two slashes", create: fns(withLabels(map[string]string{"a/b/c": "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label key prefix too long", create: fns(withLabels(map[string]string{longPrefix: "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label key name too long", create: fns(withLabels(map[string]string{strings.Repeat("n", 64): "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label key with an upper-case prefix", create: fns(withLabels(map[string]string{"Example.com/tier": "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label value with a space", create: fns(withLabels(map[string]string{"team": "storage team"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelValue},
+		{name: "label value ending in a dash", create: fns(withLabels(map[string]string{"team": "storage-"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelValue},
+		{name: "label value too long", create: fns(withLabels(map[string]string{"team": strings.Repeat("v", 64)})),
+			wantField: "spec.additionalMetadata.labels.team", wantMsg: "may not be more than 63"},
+		{name: "too many labels", create: fns(withLabels(manyKeys(65))),
+			wantField: "spec.additionalMetadata.labels", wantMsg: "must have at most 64 items"},
+		{name: "valid annotations", create: fns(withAnnotations(map[string]string{
+			"note": "any text: spaces, slashes / and {\"json\": true}", "Example.com/Owner": "x", "empty": "",
+		}))},
+		{name: "annotation key with a space", create: fns(withAnnotations(map[string]string{"my note": "x"})),
+			wantField: "spec.additionalMetadata.annotations", wantMsg: etcdv1alpha2.MsgAdditionalAnnotationKey},
+		{name: "annotations of 128 KiB", create: fns(withAnnotations(map[string]string{"k": strings.Repeat("x", 128<<10-1)}))},
+		{name: "annotations beyond 128 KiB", create: fns(withAnnotations(map[string]string{"k": strings.Repeat("x", 128<<10)})),
+			wantField: "spec.additionalMetadata.annotations", wantMsg: etcdv1alpha2.MsgAdditionalAnnotationsSize},
+		{name: "annotations beyond 128 KiB counted in bytes", create: fns(withAnnotations(map[string]string{"k": strings.Repeat("é", 64<<10)})),
+			wantField: "spec.additionalMetadata.annotations", wantMsg: etcdv1alpha2.MsgAdditionalAnnotationsSize},
+		{name: "valid node selector", create: fns(withNodeSelector(map[string]string{"kubernetes.io/hostname": "node-1", "disktype": "nvme"}))},
+		{name: "node selector key invalid", create: fns(withNodeSelector(map[string]string{"disk type": "nvme"})),
+			wantField: "spec.nodeSelector", wantMsg: etcdv1alpha2.MsgNodeSelectorKey},
+		{name: "node selector value invalid", create: fns(withNodeSelector(map[string]string{"disktype": "nvme/ssd"})),
+			wantField: "spec.nodeSelector", wantMsg: etcdv1alpha2.MsgNodeSelectorValue},
+		{name: "valid client service annotations", create: fns(withClientServiceAnnotations(map[string]string{
+			"service.beta.kubernetes.io/aws-load-balancer-internal": "true", "note": "free text",
+		}))},
+		{name: "client service annotation key invalid", create: fns(withClientServiceAnnotations(map[string]string{"lb:internal": "true"})),
+			wantField: "spec.clientService.annotations", wantMsg: etcdv1alpha2.MsgClientServiceAnnotationKey},
+		{name: "client service annotations beyond 64 KiB", create: fns(withClientServiceAnnotations(map[string]string{"k": strings.Repeat("x", 64<<10)})),
+			wantField: "spec.clientService.annotations", wantMsg: etcdv1alpha2.MsgClientServiceAnnotationsSize},
+	})
+}
