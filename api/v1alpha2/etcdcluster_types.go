@@ -24,6 +24,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="spec.bootstrap is immutable post-create; it is consulted only at first bootstrap"
 // +kubebuilder:validation:XValidation:rule="!(has(self.bootstrap) && has(self.bootstrap.restore)) || !(has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.bootstrap.restore is unsupported with spec.storage.medium=Memory: the restored data dir is tmpfs, so any seed Pod restart re-restores the snapshot — reverting writes (single member) or breaking the cluster with a fresh ID it can't rejoin (multi-member). Use persistent storage to restore."
 // +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || !quantity(string(self.storage.size)).isLessThan(self.options.quotaBackendBytes == 0 ? quantity('2Gi') : quantity('0').add(self.options.quotaBackendBytes))",fieldPath=".options.quotaBackendBytes",message="spec.options.quotaBackendBytes must not exceed spec.storage.size (0 means etcd's own default, 2 GiB): the volume would fill up before etcd raises its NOSPACE alarm; lower the quota, leave it unset for min(2 GiB, size/2), or grow spec.storage.size"
+// +kubebuilder:validation:XValidation:rule="!has(self.clientService) || !has(self.clientService.type) || !(self.clientService.type in ['LoadBalancer', 'NodePort']) || (has(self.clientService.allowUnauthenticated) && self.clientService.allowUnauthenticated) || (has(self.tls) && has(self.tls.client) && ((has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || has(self.tls.client.operatorClientSecretRef) || (has(self.tls.client.certManager) && has(self.tls.client.certManager.operatorClientIssuerRef))))",fieldPath=".clientService.type",message="spec.clientService.type LoadBalancer or NodePort exposes etcd outside the cluster, which needs spec.tls.client and authenticated clients: spec.auth.enabled, or client certificates (spec.tls.client.operatorClientSecretRef or certManager.operatorClientIssuerRef); add them, use type ClusterIP, or set spec.clientService.allowUnauthenticated: true to accept an endpoint that anyone who reaches it can read and write"
 type EtcdClusterSpec struct {
 	// replicas is the number of etcd members, at most 7 (etcd's recommended largest cluster:
 	// every write waits for a majority, so more members make writes slower without making the
@@ -259,11 +260,20 @@ type ClientServiceType string
 
 // ClientServiceSpec customises the client Service <cluster>-client.
 type ClientServiceSpec struct {
-	// type is the Service type: ClusterIP (default), NodePort or LoadBalancer. Exposing the
-	// Service adds no names to certificates: cover external names in your own certificates.
+	// type is the Service type: ClusterIP (default), NodePort or LoadBalancer. NodePort and
+	// LoadBalancer need spec.tls.client and authenticated clients (spec.auth.enabled, or client
+	// certificates), unless allowUnauthenticated is set. Exposing the Service adds no names to
+	// certificates: cover external names in your own certificates.
 	// +kubebuilder:default=ClusterIP
 	// +optional
 	Type ClientServiceType `json:"type,omitempty"`
+
+	// allowUnauthenticated accepts a NodePort or LoadBalancer type on a cluster whose clients
+	// are not authenticated: no spec.tls.client, or neither spec.auth.enabled nor client
+	// certificates. Anyone who reaches such a Service can read and write every key. It only
+	// lifts that admission rule, and means nothing for ClusterIP or an authenticated cluster.
+	// +optional
+	AllowUnauthenticated bool `json:"allowUnauthenticated,omitempty"`
 
 	// annotations are merged onto the client Service only, for example load-balancer settings:
 	// at most 64 valid annotation keys, and 64 KiB of keys and values together. Keys with the

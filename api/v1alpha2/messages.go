@@ -100,6 +100,8 @@ const (
 	MsgClientServiceAnnotationKey = "spec.clientService.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse the client Service with it, so fix or remove the key"
 	// MsgClientServiceAnnotationsSize is rule 24 for the size of clientService.annotations.
 	MsgClientServiceAnnotationsSize = "spec.clientService.annotations may hold at most 64 KiB of keys and values together: the client Service also carries spec.additionalMetadata.annotations, and Kubernetes allows 256 KiB of annotations in all; shorten or remove some"
+	// MsgClientServiceExposed is rule 25.
+	MsgClientServiceExposed = "spec.clientService.type LoadBalancer or NodePort exposes etcd outside the cluster, which needs spec.tls.client and authenticated clients: spec.auth.enabled, or client certificates (spec.tls.client.operatorClientSecretRef or certManager.operatorClientIssuerRef); add them, use type ClusterIP, or set spec.clientService.allowUnauthenticated: true to accept an endpoint that anyone who reaches it can read and write"
 
 	// MsgSnapshotSpecImmutable rejects any change to an EtcdSnapshot's spec.
 	MsgSnapshotSpecImmutable = "EtcdSnapshot spec is immutable; create a new EtcdSnapshot to take another snapshot"

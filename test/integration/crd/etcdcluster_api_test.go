@@ -202,7 +202,7 @@ func everyField(namespace string) *etcdv1alpha2.EtcdCluster {
 				FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeAlways), SupplementalGroups: []int64{4000},
 				SELinuxOptions: &corev1.SELinuxOptions{Level: "s0:c123,c456"},
 			},
-			ClientService: &etcdv1alpha2.ClientServiceSpec{Type: "NodePort", Annotations: map[string]string{"a": "b"}},
+			ClientService: &etcdv1alpha2.ClientServiceSpec{Type: "NodePort", Annotations: map[string]string{"a": "b"}, AllowUnauthenticated: true},
 		},
 	}
 }

@@ -203,7 +203,7 @@ func TestEtcdClusterProjectRules(t *testing.T) {
 		{name: "reclaim policy unknown", create: fns(func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.ReclaimPolicy = "Recycle" }),
 			wantField: "spec.storage.reclaimPolicy", wantMsg: `supported values: "Delete", "Retain"`},
 		// Rule 16.
-		{name: "client service load balancer", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
+		{name: "client service load balancer", create: fns(withAuth, func(c *etcdv1alpha2.EtcdCluster) {
 			c.Spec.ClientService = &etcdv1alpha2.ClientServiceSpec{Type: "LoadBalancer", Annotations: map[string]string{"lb.example.com/internal": "true"}}
 		})},
 		{name: "client service type unknown", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
@@ -464,5 +464,45 @@ func TestEtcdClusterMetadataRules(t *testing.T) {
 			wantField: "spec.clientService.annotations", wantMsg: etcdv1alpha2.MsgClientServiceAnnotationKey},
 		{name: "client service annotations beyond 64 KiB", create: fns(withClientServiceAnnotations(map[string]string{"k": strings.Repeat("x", 64<<10)})),
 			wantField: "spec.clientService.annotations", wantMsg: etcdv1alpha2.MsgClientServiceAnnotationsSize},
+	})
+}
+
+func withClientService(typ etcdv1alpha2.ClientServiceType, allowUnauthenticated bool) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) {
+		c.Spec.ClientService = &etcdv1alpha2.ClientServiceSpec{Type: typ, AllowUnauthenticated: allowUnauthenticated}
+	}
+}
+
+func withClientMTLS(c *etcdv1alpha2.EtcdCluster) {
+	c.Spec.TLS = &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{
+		ServerSecretRef: secretRef("server"), OperatorClientSecretRef: secretRef("operator"),
+	}}
+}
+
+func withCertManagerMTLS(c *etcdv1alpha2.EtcdCluster) {
+	c.Spec.TLS = &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{CertManager: &etcdv1alpha2.ClientCertManagerTLS{
+		ServerIssuerRef: etcdv1alpha2.IssuerReference{Name: "ca"}, OperatorClientIssuerRef: &etcdv1alpha2.IssuerReference{Name: "ca"},
+	}}}
+}
+
+// TestEtcdClusterExposureRule covers rule 25: a client Service reachable from outside the cluster
+// needs authenticated clients, or an explicit acceptance of an unauthenticated endpoint.
+func TestEtcdClusterExposureRule(t *testing.T) {
+	t.Parallel()
+	runClusterCases(t, []clusterCase{
+		{name: "cluster ip in plaintext", create: fns(withClientService("ClusterIP", false))},
+		{name: "load balancer in plaintext", create: fns(withClientService("LoadBalancer", false)),
+			wantField: "spec.clientService.type", wantMsg: etcdv1alpha2.MsgClientServiceExposed},
+		{name: "node port in plaintext", create: fns(withClientService("NodePort", false)),
+			wantField: "spec.clientService.type", wantMsg: etcdv1alpha2.MsgClientServiceExposed},
+		{name: "node port with server tls only", create: fns(withServerTLS, withClientService("NodePort", false)),
+			wantField: "spec.clientService.type", wantMsg: etcdv1alpha2.MsgClientServiceExposed},
+		{name: "load balancer exposed by an update", update: withClientService("LoadBalancer", false),
+			wantField: "spec.clientService.type", wantMsg: etcdv1alpha2.MsgClientServiceExposed},
+		{name: "load balancer with tls and auth", create: fns(withAuth, withClientService("LoadBalancer", false))},
+		{name: "node port with client certificates", create: fns(withClientMTLS, withClientService("NodePort", false))},
+		{name: "load balancer with cert-manager client certificates", create: fns(withCertManagerMTLS, withClientService("LoadBalancer", false))},
+		{name: "load balancer accepted unauthenticated", create: fns(withClientService("LoadBalancer", true))},
+		{name: "node port accepted unauthenticated with server tls", create: fns(withServerTLS, withClientService("NodePort", true))},
 	})
 }
