@@ -39,10 +39,12 @@ type EtcdClusterSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// version is the etcd version, for example "3.6.5"; members run the image
-	// <repository>:v<version>. Changes are rolled to running members one at a time. Patch
-	// changes are free; a minor version may only go up, one minor at a time.
+	// <repository>:v<version>. At least 3.5.0, the oldest version the operator runs. Changes are
+	// rolled to running members one at a time. Patch changes are free; a minor version may only
+	// go up, one minor at a time.
 	// +kubebuilder:validation:Pattern=`^\d+\.\d+\.\d+$`
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) > 3 || (int(self.split('.')[0]) == 3 && (int(self.split('.')[1]) > 5 || (int(self.split('.')[1]) == 5 && int(self.split('.')[2]) >= 0)))",message="spec.version must be 3.5.0 or later, the oldest etcd version the operator runs; choose a newer release"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] == oldSelf.split('.')[0]",messageExpression="'spec.version: changing the major version from ' + oldSelf + ' to ' + self + ' is not supported; stay on ' + oldSelf.split('.')[0] + '.x'"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] != oldSelf.split('.')[0] || int(self.split('.')[1]) >= int(oldSelf.split('.')[1])",message="spec.version: a minor downgrade is not supported by etcd; allowed next versions are patches of the current minor or the next minor",messageExpression="'spec.version: ' + oldSelf + ' to ' + self + ' is a minor downgrade, which etcd does not support; allowed next versions: any ' + oldSelf.split('.')[0] + '.' + oldSelf.split('.')[1] + '.x patch, or ' + oldSelf.split('.')[0] + '.' + ['1','2','3','4','5','6','7','8','9','10','11','12','13','14','15','16','17','18','19','20','21','22','23','24','25','26','27','28','29','30','31','32'][int(oldSelf.split('.')[1])] + '.x'"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] != oldSelf.split('.')[0] || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",message="spec.version: etcd upgrades one minor version at a time; upgrade to the next minor first",messageExpression="'spec.version: ' + oldSelf + ' to ' + self + ' skips a minor version; etcd upgrades one minor at a time, so set ' + oldSelf.split('.')[0] + '.' + ['1','2','3','4','5','6','7','8','9','10','11','12','13','14','15','16','17','18','19','20','21','22','23','24','25','26','27','28','29','30','31','32'][int(oldSelf.split('.')[1])] + '.x first'"

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/version"
 )
 
 // clusterCase is one EtcdCluster written to a real API server. create shapes the object that is
@@ -505,4 +506,33 @@ func TestEtcdClusterExposureRule(t *testing.T) {
 		{name: "load balancer accepted unauthenticated", create: fns(withClientService("LoadBalancer", true))},
 		{name: "node port accepted unauthenticated with server tls", create: fns(withServerTLS, withClientService("NodePort", true))},
 	})
+}
+
+// justBelow is the highest version lower than v, taking 99 for "any" patch or minor.
+func justBelow(v version.Version) version.Version {
+	switch {
+	case v.Patch > 0:
+		return version.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch - 1}
+	case v.Minor > 0:
+		return version.Version{Major: v.Major, Minor: v.Minor - 1, Patch: 99}
+	default:
+		return version.Version{Major: v.Major - 1, Minor: 99, Patch: 99}
+	}
+}
+
+// TestEtcdClusterVersionFloor covers rule 26 against version.Oldest, the floor the controller
+// applies, so that admission and the controller agree on it.
+func TestEtcdClusterVersionFloor(t *testing.T) {
+	t.Parallel()
+	cases := []clusterCase{
+		{name: "the oldest version the operator runs", create: fns(setVersion(version.Oldest.String()))},
+		{name: "just below the oldest", create: fns(setVersion(justBelow(version.Oldest).String())),
+			wantField: "spec.version", wantMsg: etcdv1alpha2.MsgVersionTooOld},
+		{name: "etcd 3.4", create: fns(setVersion("3.4.0")), wantField: "spec.version", wantMsg: etcdv1alpha2.MsgVersionTooOld},
+		{name: "etcd 2", create: fns(setVersion("2.3.8")), wantField: "spec.version", wantMsg: etcdv1alpha2.MsgVersionTooOld},
+	}
+	for _, v := range version.Supported() {
+		cases = append(cases, clusterCase{name: "supported " + v.String(), create: fns(setVersion(v.String()))})
+	}
+	runClusterCases(t, cases)
 }
