@@ -61,18 +61,35 @@ type StorageSpec struct {
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
 
+// LabelValue and AnnotationValue are aliases of string, so the maps that use them keep the Go
+// type map[string]string. They exist for their schema bound: without a maxLength the API server
+// prices a CEL check of a map value as if the value filled the whole request, and refuses the
+// CRD (docs/api.md, rule 24). The Makefile's generate target explains the GODEBUG it needs.
+
+// LabelValue is a label value: at most 63 characters.
+// +kubebuilder:validation:MaxLength=63
+type LabelValue = string
+
+// AnnotationValue is an annotation value: at most 128 Ki characters, more than an annotation
+// map of this API may hold in all.
+// +kubebuilder:validation:MaxLength=131072
+type AnnotationValue = string
+
 // AdditionalMetadata is merged onto objects the operator creates for a cluster.
 type AdditionalMetadata struct {
 	// labels are added to member Pods, PVCs, both Services, the PodDisruptionBudget and
-	// EtcdMembers. Keys with the prefix etcd-operator.cozystack.io/ are ignored, and the
-	// operator's own labels win over these.
+	// EtcdMembers: at most 64, each a valid label key and value. Keys with the prefix
+	// etcd-operator.cozystack.io/ are ignored, and the operator's own labels win over these.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 
-	// annotations are added to the same objects as labels, with the same rules. Changes are
-	// applied in place, without restarting members.
+	// annotations are added to the same objects as labels, with the same rules: at most 64
+	// valid annotation keys, and 128 KiB of keys and values together. Changes are applied in
+	// place, without restarting members.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 }
 
 // AutoCompactionMode is etcd's --auto-compaction-mode.
@@ -91,7 +108,8 @@ const (
 type EtcdOptions struct {
 	// quotaBackendBytes is etcd's --quota-backend-bytes: the database size at which etcd raises
 	// a NOSPACE alarm and refuses writes. Unset means min(2 GiB, storage.size / 2), so that a
-	// small disk raises the alarm before it fills. 0 means etcd's own default. At most 1 TiB:
+	// small disk raises the alarm before it fills. 0 means etcd's own default, 2 GiB. Neither
+	// may exceed storage.size, or the disk fills before the alarm can fire. At most 1 TiB:
 	// etcd maps the whole quota at start, and a quota far beyond that (about 232 TiB) cannot be
 	// mapped, so etcd would never start; etcd itself recommends at most 8 GiB.
 	// +kubebuilder:validation:Minimum=0
@@ -103,14 +121,19 @@ type EtcdOptions struct {
 	// +optional
 	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
 
-	// autoCompactionRetention is etcd's --auto-compaction-retention: a duration such as "5m"
-	// or "1h30m" for periodic mode, or a revision count such as "1000" for revision mode.
+	// autoCompactionRetention is etcd's --auto-compaction-retention. In periodic mode (etcd's
+	// default) it is a duration such as "5m" or "1h30m", or an integer meaning hours; in
+	// revision mode it is a revision count such as "1000", and a duration is refused (etcd would
+	// read "1h" as 3.6×10¹² revisions).
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$|^[0-9]+$`
 	// +optional
 	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
 
 	// snapshotCount is etcd's --snapshot-count: committed transactions between raft snapshots.
+	// Unset means etcd's default (100000 up to 3.5, 10000 from 3.6). At most 100000: etcd keeps
+	// the log since the last snapshot in memory, and the step from 3.6 to 3.7 waits until every
+	// member has taken a snapshot.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	SnapshotCount *int64 `json:"snapshotCount,omitempty"`

@@ -1,6 +1,7 @@
 package v1alpha2_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,6 +14,9 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/version"
 )
 
 func readCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition {
@@ -137,4 +141,43 @@ func undescribed(path string, schema apiextensionsv1.JSONSchemaProps) []string {
 		}
 	}
 	return missing
+}
+
+// oldestVersionRule is rule 26 of docs/api.md written for oldest: the version is at least oldest,
+// compared component by component as numbers. A malformed version is left to the pattern.
+func oldestVersionRule(oldest version.Version) string {
+	major, minor, patch := "int(self.split('.')[0])", "int(self.split('.')[1])", "int(self.split('.')[2])"
+	return fmt.Sprintf("!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || %s > %d || (%s == %d && (%s > %d || (%s == %d && %s >= %d)))",
+		major, oldest.Major, major, oldest.Major, minor, oldest.Minor, minor, oldest.Minor, patch, oldest.Patch)
+}
+
+// TestVersionRuleMatchesOldest keeps the CEL floor of spec.version, its message and the field's
+// description equal to version.Oldest, the oldest version the controller runs: a CRD that
+// accepted an older version would let the controller refuse it after admission, and one that
+// refused a supported version would lock users out of it.
+func TestVersionRuleMatchesOldest(t *testing.T) {
+	t.Parallel()
+	crd := readCRDs(t)["EtcdCluster"]
+	if crd == nil {
+		t.Fatal("no EtcdCluster CRD")
+	}
+	oldest := version.Oldest.String()
+	if !strings.Contains(etcdv1alpha2.MsgVersionTooOld, oldest+" or later") {
+		t.Errorf("MsgVersionTooOld does not name %s, the oldest version the operator runs: %q", oldest, etcdv1alpha2.MsgVersionTooOld)
+	}
+	for _, v := range crd.Spec.Versions {
+		field := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["version"]
+		if !strings.Contains(field.Description, "At least "+oldest+",") {
+			t.Errorf("%s: spec.version's description does not name %s as the oldest version: %q", v.Name, oldest, field.Description)
+		}
+		var rules []string
+		for _, rule := range field.XValidations {
+			if rule.Message == etcdv1alpha2.MsgVersionTooOld {
+				rules = append(rules, rule.Rule)
+			}
+		}
+		if want := oldestVersionRule(version.Oldest); len(rules) != 1 || rules[0] != want {
+			t.Errorf("%s: spec.version's floor rule is %q;\nwant exactly one, for version.Oldest %s:\n%q", v.Name, rules, oldest, want)
+		}
+	}
 }

@@ -23,21 +23,28 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap cannot be added to or removed from an existing cluster; it is consulted only at first bootstrap"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="spec.bootstrap is immutable post-create; it is consulted only at first bootstrap"
 // +kubebuilder:validation:XValidation:rule="!(has(self.bootstrap) && has(self.bootstrap.restore)) || !(has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.bootstrap.restore is unsupported with spec.storage.medium=Memory: the restored data dir is tmpfs, so any seed Pod restart re-restores the snapshot — reverting writes (single member) or breaking the cluster with a fresh ID it can't rejoin (multi-member). Use persistent storage to restore."
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || !quantity(string(self.storage.size)).isLessThan(self.options.quotaBackendBytes == 0 ? quantity('2Gi') : quantity('0').add(self.options.quotaBackendBytes))",fieldPath=".options.quotaBackendBytes",message="spec.options.quotaBackendBytes must not exceed spec.storage.size (0 means etcd's own default, 2 GiB): the volume would fill up before etcd raises its NOSPACE alarm; lower the quota, leave it unset for min(2 GiB, size/2), or grow spec.storage.size"
+// +kubebuilder:validation:XValidation:rule="!has(self.clientService) || !has(self.clientService.type) || !(self.clientService.type in ['LoadBalancer', 'NodePort']) || (has(self.clientService.allowUnauthenticated) && self.clientService.allowUnauthenticated) || (has(self.tls) && has(self.tls.client) && ((has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || has(self.tls.client.operatorClientSecretRef) || (has(self.tls.client.certManager) && has(self.tls.client.certManager.operatorClientIssuerRef))))",fieldPath=".clientService.type",message="spec.clientService.type LoadBalancer or NodePort exposes etcd outside the cluster, which needs spec.tls.client and authenticated clients: spec.auth.enabled, or client certificates (spec.tls.client.operatorClientSecretRef or certManager.operatorClientIssuerRef); add them, use type ClusterIP, or set spec.clientService.allowUnauthenticated: true to accept an endpoint that anyone who reaches it can read and write"
 type EtcdClusterSpec struct {
-	// replicas is the number of etcd members. An odd number is recommended: 4 members tolerate
-	// no more failures than 3. 0 pauses the cluster: one dormant member keeps its PVC and member
-	// ID, and setting replicas back to N resumes with the same cluster ID and data. Works with
-	// kubectl scale through the /scale subresource.
+	// replicas is the number of etcd members, at most 7 (etcd's recommended largest cluster:
+	// every write waits for a majority, so more members make writes slower without making the
+	// cluster much safer). An odd number is recommended: 4 members tolerate no more failures
+	// than 3. 0 pauses the cluster: one dormant member keeps its PVC and member ID, and setting
+	// replicas back to N resumes with the same cluster ID and data. Works with kubectl scale
+	// through the /scale subresource.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self <= 7",message="spec.replicas must be at most 7: etcd recommends at most 7 members, since every write waits for a majority of them; use 1, 3, 5 or 7"
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// version is the etcd version, for example "3.6.5"; members run the image
-	// <repository>:v<version>. Changes are rolled to running members one at a time. Patch
-	// changes are free; a minor version may only go up, one minor at a time.
+	// <repository>:v<version>. At least 3.5.0, the oldest version the operator runs. Changes are
+	// rolled to running members one at a time. Patch changes are free; a minor version may only
+	// go up, one minor at a time.
 	// +kubebuilder:validation:Pattern=`^\d+\.\d+\.\d+$`
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) > 3 || (int(self.split('.')[0]) == 3 && (int(self.split('.')[1]) > 5 || (int(self.split('.')[1]) == 5 && int(self.split('.')[2]) >= 0)))",message="spec.version must be 3.5.0 or later, the oldest etcd version the operator runs; choose a newer release"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] == oldSelf.split('.')[0]",messageExpression="'spec.version: changing the major version from ' + oldSelf + ' to ' + self + ' is not supported; stay on ' + oldSelf.split('.')[0] + '.x'"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] != oldSelf.split('.')[0] || int(self.split('.')[1]) >= int(oldSelf.split('.')[1])",message="spec.version: a minor downgrade is not supported by etcd; allowed next versions are patches of the current minor or the next minor",messageExpression="'spec.version: ' + oldSelf + ' to ' + self + ' is a minor downgrade, which etcd does not support; allowed next versions: any ' + oldSelf.split('.')[0] + '.' + oldSelf.split('.')[1] + '.x patch, or ' + oldSelf.split('.')[0] + '.' + ['1','2','3','4','5','6','7','8','9','10','11','12','13','14','15','16','17','18','19','20','21','22','23','24','25','26','27','28','29','30','31','32'][int(oldSelf.split('.')[1])] + '.x'"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || self.split('.')[0] != oldSelf.split('.')[0] || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",message="spec.version: etcd upgrades one minor version at a time; upgrade to the next minor first",messageExpression="'spec.version: ' + oldSelf + ' to ' + self + ' skips a minor version; etcd upgrades one minor at a time, so set ' + oldSelf.split('.')[0] + '.' + ['1','2','3','4','5','6','7','8','9','10','11','12','13','14','15','16','17','18','19','20','21','22','23','24','25','26','27','28','29','30','31','32'][int(oldSelf.split('.')[1])] + '.x first'"
@@ -45,7 +52,10 @@ type EtcdClusterSpec struct {
 	Version string `json:"version"`
 
 	// storage is each member's data directory: a PVC by default, or tmpfs with medium Memory.
+	// Its size must be at least 256Mi with either medium: etcd preallocates two 64 MB WAL segments
+	// next to its database, and the default quota (half the size) must leave room for them.
 	// +kubebuilder:default={size: "1Gi", medium: ""}
+	// +kubebuilder:validation:XValidation:rule="!has(self.size) || quantity(string(self.size)).compareTo(quantity('256Mi')) >= 0 || (has(self.medium) && self.medium == 'Memory' && !quantity(string(self.size)).isGreaterThan(quantity('0')))",fieldPath=".size",message="spec.storage.size must be at least 256Mi (the PVC request, or the tmpfs sizeLimit with medium Memory): etcd preallocates two 64 MB WAL segments next to its database, and the default quota of half the size must leave room for them; set 256Mi or more"
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
 
@@ -78,6 +88,12 @@ type EtcdClusterSpec struct {
 
 	// additionalMetadata is merged onto every object the operator creates for this cluster
 	// (Pods, PVCs, Services, PodDisruptionBudget, EtcdMembers), in place and without restarts.
+	// Keys and values must be valid Kubernetes label and annotation keys and values, and the
+	// annotations may hold at most 128 KiB, so that every object they are copied onto is valid.
+	// +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, !format.qualifiedName().validate(k).hasValue())",fieldPath=".labels",message="spec.additionalMetadata.labels has a key that is not a valid label key (an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every object the operator creates with it, so fix or remove the key"
+	// +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, !format.labelValue().validate(self.labels[k]).hasValue())",fieldPath=".labels",message="spec.additionalMetadata.labels has a value that is not a valid label value (empty, or at most 63 letters, digits, '-', '_' or '.' that start and end with a letter or digit); Kubernetes would refuse every object the operator creates with it, so fix the value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || self.annotations.all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue())",fieldPath=".annotations",message="spec.additionalMetadata.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every object the operator creates with it, so fix or remove the key"
+	// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || self.annotations.map(k, size(bytes(k)) + size(bytes(self.annotations[k]))).sum() <= 131072",fieldPath=".annotations",message="spec.additionalMetadata.annotations may hold at most 128 KiB of keys and values together: they are copied onto every Pod, PVC, Service and EtcdMember of the cluster, where Kubernetes allows 256 KiB of annotations in all, shared with the operator's own and other controllers'; shorten or remove some"
 	// +optional
 	AdditionalMetadata *AdditionalMetadata `json:"additionalMetadata,omitempty"`
 
@@ -94,6 +110,8 @@ type EtcdClusterSpec struct {
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 
 	// options are typed etcd flags. Changes roll to running members.
+	// +kubebuilder:validation:XValidation:rule="!has(self.snapshotCount) || self.snapshotCount <= 100000",fieldPath=".snapshotCount",message="spec.options.snapshotCount must be at most 100000 (etcd 3.5's default; 3.6 and later default to 10000): a longer interval keeps more raft log in memory and delays the 3.6 to 3.7 upgrade, which waits until every member has taken a snapshot; lower it, or leave it unset for etcd's default"
+	// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || self.autoCompactionMode != 'revision' || !has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^[0-9]+$')",fieldPath=".autoCompactionRetention",message="spec.options.autoCompactionRetention must be a revision count such as 1000 when spec.options.autoCompactionMode is revision: etcd would read a duration such as 1h as 3.6 trillion revisions and never compact; write an integer, or use autoCompactionMode periodic for a duration"
 	// +optional
 	Options *EtcdOptions `json:"options,omitempty"`
 
@@ -103,9 +121,13 @@ type EtcdClusterSpec struct {
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
-	// nodeSelector restricts member Pods to matching nodes. Changes roll to running members.
+	// nodeSelector restricts member Pods to matching nodes: at most 64 entries, each a valid
+	// label key and value. Changes roll to running members.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="spec.nodeSelector has a key that is not a valid label key (an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every member Pod with it, so fix or remove the key"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.labelValue().validate(self[k]).hasValue())",message="spec.nodeSelector has a value that is not a valid label value (empty, or at most 63 letters, digits, '-', '_' or '.' that start and end with a letter or digit); Kubernetes would refuse every member Pod with it, so fix the value"
 	// +optional
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// tolerations let member Pods run on tainted nodes. Changes roll to running members.
 	// +listType=atomic
@@ -240,18 +262,30 @@ type ClientServiceType string
 
 // ClientServiceSpec customises the client Service <cluster>-client.
 type ClientServiceSpec struct {
-	// type is the Service type: ClusterIP (default), NodePort or LoadBalancer. Exposing the
-	// Service adds no names to certificates: cover external names in your own certificates.
+	// type is the Service type: ClusterIP (default), NodePort or LoadBalancer. NodePort and
+	// LoadBalancer need spec.tls.client and authenticated clients (spec.auth.enabled, or client
+	// certificates), unless allowUnauthenticated is set. Exposing the Service adds no names to
+	// certificates: cover external names in your own certificates.
 	// +kubebuilder:default=ClusterIP
 	// +optional
 	Type ClientServiceType `json:"type,omitempty"`
 
-	// annotations are merged onto the client Service only, for example load-balancer settings.
-	// Keys with the prefix etcd-operator.cozystack.io/ are rejected.
+	// allowUnauthenticated accepts a NodePort or LoadBalancer type on a cluster whose clients
+	// are not authenticated: no spec.tls.client, or neither spec.auth.enabled nor client
+	// certificates. Anyone who reaches such a Service can read and write every key. It only
+	// lifts that admission rule, and means nothing for ClusterIP or an authenticated cluster.
+	// +optional
+	AllowUnauthenticated bool `json:"allowUnauthenticated,omitempty"`
+
+	// annotations are merged onto the client Service only, for example load-balancer settings:
+	// at most 64 valid annotation keys, and 64 KiB of keys and values together. Keys with the
+	// prefix etcd-operator.cozystack.io/ are rejected.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd-operator.cozystack.io/'))",message="spec.clientService.annotations must not use the reserved prefix etcd-operator.cozystack.io/; remove those keys"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue())",message="spec.clientService.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse the client Service with it, so fix or remove the key"
+	// +kubebuilder:validation:XValidation:rule="self.map(k, size(bytes(k)) + size(bytes(self[k]))).sum() <= 65536",message="spec.clientService.annotations may hold at most 64 KiB of keys and values together: the client Service also carries spec.additionalMetadata.annotations, and Kubernetes allows 256 KiB of annotations in all; shorten or remove some"
 	// +optional
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 }
 
 // ObservedClusterSpec is the target the operator has latched from spec and is converging to.

@@ -74,6 +74,37 @@ const (
 	// MsgRestoreChecksumFormat is rule 18.
 	MsgRestoreChecksumFormat = "spec.bootstrap.restore.checksum must be sha256:<64 lowercase hex digits>, as in an EtcdSnapshot's status.artifact.checksum"
 
+	// MsgReplicasMax is rule 19.
+	MsgReplicasMax = "spec.replicas must be at most 7: etcd recommends at most 7 members, since every write waits for a majority of them; use 1, 3, 5 or 7"
+	// MsgSnapshotCountMax is rule 20.
+	MsgSnapshotCountMax = "spec.options.snapshotCount must be at most 100000 (etcd 3.5's default; 3.6 and later default to 10000): a longer interval keeps more raft log in memory and delays the 3.6 to 3.7 upgrade, which waits until every member has taken a snapshot; lower it, or leave it unset for etcd's default"
+	// MsgRevisionRetention is rule 21.
+	MsgRevisionRetention = "spec.options.autoCompactionRetention must be a revision count such as 1000 when spec.options.autoCompactionMode is revision: etcd would read a duration such as 1h as 3.6 trillion revisions and never compact; write an integer, or use autoCompactionMode periodic for a duration"
+	// MsgStorageSizeFloor is rule 22.
+	MsgStorageSizeFloor = "spec.storage.size must be at least 256Mi (the PVC request, or the tmpfs sizeLimit with medium Memory): etcd preallocates two 64 MB WAL segments next to its database, and the default quota of half the size must leave room for them; set 256Mi or more"
+	// MsgQuotaExceedsStorage is rule 23.
+	MsgQuotaExceedsStorage = "spec.options.quotaBackendBytes must not exceed spec.storage.size (0 means etcd's own default, 2 GiB): the volume would fill up before etcd raises its NOSPACE alarm; lower the quota, leave it unset for min(2 GiB, size/2), or grow spec.storage.size"
+	// MsgAdditionalLabelKey is rule 24 for additionalMetadata.labels keys.
+	MsgAdditionalLabelKey = "spec.additionalMetadata.labels has a key that is not a valid label key (an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every object the operator creates with it, so fix or remove the key"
+	// MsgAdditionalLabelValue is rule 24 for additionalMetadata.labels values.
+	MsgAdditionalLabelValue = "spec.additionalMetadata.labels has a value that is not a valid label value (empty, or at most 63 letters, digits, '-', '_' or '.' that start and end with a letter or digit); Kubernetes would refuse every object the operator creates with it, so fix the value"
+	// MsgAdditionalAnnotationKey is rule 24 for additionalMetadata.annotations keys.
+	MsgAdditionalAnnotationKey = "spec.additionalMetadata.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every object the operator creates with it, so fix or remove the key"
+	// MsgAdditionalAnnotationsSize is rule 24 for the size of additionalMetadata.annotations.
+	MsgAdditionalAnnotationsSize = "spec.additionalMetadata.annotations may hold at most 128 KiB of keys and values together: they are copied onto every Pod, PVC, Service and EtcdMember of the cluster, where Kubernetes allows 256 KiB of annotations in all, shared with the operator's own and other controllers'; shorten or remove some"
+	// MsgNodeSelectorKey is rule 24 for nodeSelector keys.
+	MsgNodeSelectorKey = "spec.nodeSelector has a key that is not a valid label key (an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse every member Pod with it, so fix or remove the key"
+	// MsgNodeSelectorValue is rule 24 for nodeSelector values.
+	MsgNodeSelectorValue = "spec.nodeSelector has a value that is not a valid label value (empty, or at most 63 letters, digits, '-', '_' or '.' that start and end with a letter or digit); Kubernetes would refuse every member Pod with it, so fix the value"
+	// MsgClientServiceAnnotationKey is rule 24 for clientService.annotations keys.
+	MsgClientServiceAnnotationKey = "spec.clientService.annotations has a key that is not a valid annotation key (the form of a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, such as example.com/team); Kubernetes would refuse the client Service with it, so fix or remove the key"
+	// MsgClientServiceAnnotationsSize is rule 24 for the size of clientService.annotations.
+	MsgClientServiceAnnotationsSize = "spec.clientService.annotations may hold at most 64 KiB of keys and values together: the client Service also carries spec.additionalMetadata.annotations, and Kubernetes allows 256 KiB of annotations in all; shorten or remove some"
+	// MsgClientServiceExposed is rule 25.
+	MsgClientServiceExposed = "spec.clientService.type LoadBalancer or NodePort exposes etcd outside the cluster, which needs spec.tls.client and authenticated clients: spec.auth.enabled, or client certificates (spec.tls.client.operatorClientSecretRef or certManager.operatorClientIssuerRef); add them, use type ClusterIP, or set spec.clientService.allowUnauthenticated: true to accept an endpoint that anyone who reaches it can read and write"
+	// MsgVersionTooOld is rule 26; its version is internal/version.Oldest (a test keeps them equal).
+	MsgVersionTooOld = "spec.version must be 3.5.0 or later, the oldest etcd version the operator runs; choose a newer release"
+
 	// MsgSnapshotSpecImmutable rejects any change to an EtcdSnapshot's spec.
 	MsgSnapshotSpecImmutable = "EtcdSnapshot spec is immutable; create a new EtcdSnapshot to take another snapshot"
 	// MsgSnapshotClusterRefName rejects an EtcdSnapshot that names no cluster.

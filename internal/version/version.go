@@ -58,7 +58,9 @@ func (v Version) Compare(o Version) int {
 }
 
 // Oldest is the oldest version the operator runs: restore tooling (etcdutl) and the probes
-// (/livez, /readyz) it renders assume 3.5.
+// (/livez, /readyz) it renders assume 3.5. The CRD refuses older versions at admission
+// (docs/api.md, rule 26); TestVersionRuleMatchesOldest in api/v1alpha2 fails until the CEL rule,
+// its message and the field description are changed with it.
 var Oldest = Version{3, 5, 0}
 
 // supported holds the newest patch of each supported minor, oldest minor first. It must match

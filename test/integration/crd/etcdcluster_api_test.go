@@ -138,6 +138,14 @@ func TestScaleSubresource(t *testing.T) {
 	if got := ptr.Deref(cluster.Spec.Replicas, -1); got != 5 {
 		t.Fatalf("spec.replicas = %d after scaling to 5", got)
 	}
+
+	// kubectl scale is held to the same bound as an edit of spec.replicas (rule 19).
+	if err := k8sClient.SubResource("scale").Get(ctx, cluster, scale); err != nil {
+		t.Fatalf("getting /scale: %v", err)
+	}
+	scale.Spec.Replicas = 8
+	err := k8sClient.SubResource("scale").Update(ctx, cluster, client.WithSubResourceBody(scale))
+	requireInvalid(t, err, "spec.replicas", etcdv1alpha2.MsgReplicasMax)
 }
 
 // everyField is an EtcdCluster with every optional field set, for the round-trip test.
@@ -194,7 +202,7 @@ func everyField(namespace string) *etcdv1alpha2.EtcdCluster {
 				FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeAlways), SupplementalGroups: []int64{4000},
 				SELinuxOptions: &corev1.SELinuxOptions{Level: "s0:c123,c456"},
 			},
-			ClientService: &etcdv1alpha2.ClientServiceSpec{Type: "NodePort", Annotations: map[string]string{"a": "b"}},
+			ClientService: &etcdv1alpha2.ClientServiceSpec{Type: "NodePort", Annotations: map[string]string{"a": "b"}, AllowUnauthenticated: true},
 		},
 	}
 }

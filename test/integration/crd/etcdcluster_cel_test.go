@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/version"
 )
 
 // clusterCase is one EtcdCluster written to a real API server. create shapes the object that is
@@ -203,7 +204,7 @@ func TestEtcdClusterProjectRules(t *testing.T) {
 		{name: "reclaim policy unknown", create: fns(func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.ReclaimPolicy = "Recycle" }),
 			wantField: "spec.storage.reclaimPolicy", wantMsg: `supported values: "Delete", "Retain"`},
 		// Rule 16.
-		{name: "client service load balancer", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
+		{name: "client service load balancer", create: fns(withAuth, func(c *etcdv1alpha2.EtcdCluster) {
 			c.Spec.ClientService = &etcdv1alpha2.ClientServiceSpec{Type: "LoadBalancer", Annotations: map[string]string{"lb.example.com/internal": "true"}}
 		})},
 		{name: "client service type unknown", create: fns(func(c *etcdv1alpha2.EtcdCluster) {
@@ -321,4 +322,217 @@ func TestEtcdClusterNames(t *testing.T) {
 			requireInvalid(t, err, "<nil>", etcdv1alpha2.MsgClusterName)
 		})
 	}
+}
+
+func withReplicas(n int32) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Replicas = ptr.To(n) }
+}
+
+func withSize(size string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse(size)) }
+}
+
+func withOptions(o etcdv1alpha2.EtcdOptions) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Options = &o }
+}
+
+// TestEtcdClusterInputRules covers rules 19 and later of api.md ("EtcdCluster rules"): input that
+// the API server would otherwise accept and the cluster could then not run, or run badly.
+func TestEtcdClusterInputRules(t *testing.T) {
+	t.Parallel()
+	runClusterCases(t, []clusterCase{
+		// Rule 19.
+		{name: "seven members", create: fns(withReplicas(7))},
+		{name: "eight members", create: fns(withReplicas(8)), wantField: "spec.replicas", wantMsg: etcdv1alpha2.MsgReplicasMax},
+		{name: "scaled beyond seven", update: withReplicas(9), wantField: "spec.replicas", wantMsg: etcdv1alpha2.MsgReplicasMax},
+		// Rule 20.
+		{name: "snapshot count at etcd 3.5's default", create: fns(withOptions(etcdv1alpha2.EtcdOptions{SnapshotCount: ptr.To[int64](100000)}))},
+		{name: "snapshot count beyond the bound", create: fns(withOptions(etcdv1alpha2.EtcdOptions{SnapshotCount: ptr.To[int64](100001)})),
+			wantField: "spec.options.snapshotCount", wantMsg: etcdv1alpha2.MsgSnapshotCountMax},
+		// Rule 21.
+		{name: "revision retention as a count", create: fns(withOptions(etcdv1alpha2.EtcdOptions{
+			AutoCompactionMode: etcdv1alpha2.AutoCompactionRevision, AutoCompactionRetention: "1000",
+		}))},
+		{name: "revision retention as a duration", create: fns(withOptions(etcdv1alpha2.EtcdOptions{
+			AutoCompactionMode: etcdv1alpha2.AutoCompactionRevision, AutoCompactionRetention: "1h",
+		})), wantField: "spec.options.autoCompactionRetention", wantMsg: etcdv1alpha2.MsgRevisionRetention},
+		{name: "periodic retention in hours", create: fns(withOptions(etcdv1alpha2.EtcdOptions{
+			AutoCompactionMode: etcdv1alpha2.AutoCompactionPeriodic, AutoCompactionRetention: "12",
+		}))},
+		{name: "retention as a duration in etcd's default mode", create: fns(withOptions(etcdv1alpha2.EtcdOptions{AutoCompactionRetention: "30m"}))},
+		// Rule 22.
+		{name: "pvc at the floor", create: fns(withSize("256Mi"))},
+		{name: "pvc below the floor", create: fns(withSize("255Mi")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		{name: "pvc of a fraction of a byte", create: fns(withSize("100m")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		{name: "pvc of zero bytes", create: fns(withSize("0")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		{name: "pvc of negative size", create: fns(withSize("-1Gi")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		{name: "memory at the floor", create: fns(withMemory("256Mi"))},
+		{name: "memory below the floor", create: fns(withMemory("128Mi")), wantField: "spec.storage.size", wantMsg: etcdv1alpha2.MsgStorageSizeFloor},
+		// Rule 23.
+		{name: "quota equal to the size", create: fns(withSize("1Gi"), withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](1 << 30)}))},
+		{name: "quota beyond the size", create: fns(withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](1<<30 + 1)})),
+			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
+		{name: "quota beyond a memory size", create: fns(withMemory("512Mi"), withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](1 << 30)})),
+			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
+		{name: "etcd's default quota on a 1Gi volume", create: fns(withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](0)})),
+			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
+		{name: "etcd's default quota on a 2Gi volume", create: fns(withSize("2Gi"), withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](0)}))},
+		{name: "storage grown past the quota", create: fns(withSize("4Gi"), withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](3 << 30)}))},
+		{name: "quota raised past the size", create: fns(withSize("4Gi")),
+			update:    withOptions(etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](5 << 30)}),
+			wantField: "spec.options.quotaBackendBytes", wantMsg: etcdv1alpha2.MsgQuotaExceedsStorage},
+	})
+}
+
+func withLabels(labels map[string]string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) {
+		c.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Labels: labels}
+	}
+}
+
+func withAnnotations(annotations map[string]string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) {
+		c.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Annotations: annotations}
+	}
+}
+
+func withNodeSelector(selector map[string]string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.NodeSelector = selector }
+}
+
+func withClientServiceAnnotations(annotations map[string]string) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) {
+		c.Spec.ClientService = &etcdv1alpha2.ClientServiceSpec{Annotations: annotations}
+	}
+}
+
+// manyKeys returns n distinct valid keys.
+func manyKeys(n int) map[string]string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return m
+}
+
+// TestEtcdClusterMetadataRules covers rule 24: labels, annotations and node selectors the API
+// server would refuse on the objects the operator creates from them.
+func TestEtcdClusterMetadataRules(t *testing.T) {
+	t.Parallel()
+	longPrefix := strings.Repeat("a", 254) + "/name"
+	maxPrefix := strings.Repeat("a", 253) + "/name"
+	runClusterCases(t, []clusterCase{
+		{name: "valid labels", create: fns(withLabels(map[string]string{
+			"team": "storage", "example.com/tier": "db-1", "empty": "", maxPrefix: strings.Repeat("v", 63), strings.Repeat("n", 63): "x",
+		}))},
+		{name: "label key with a space", create: fns(withLabels(map[string]string{"team name": "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label key with two slashes", create: fns(withLabels(map[string]string{"a/b/c": "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label key prefix too long", create: fns(withLabels(map[string]string{longPrefix: "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label key name too long", create: fns(withLabels(map[string]string{strings.Repeat("n", 64): "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label key with an upper-case prefix", create: fns(withLabels(map[string]string{"Example.com/tier": "a"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelKey},
+		{name: "label value with a space", create: fns(withLabels(map[string]string{"team": "storage team"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelValue},
+		{name: "label value ending in a dash", create: fns(withLabels(map[string]string{"team": "storage-"})),
+			wantField: "spec.additionalMetadata.labels", wantMsg: etcdv1alpha2.MsgAdditionalLabelValue},
+		{name: "label value too long", create: fns(withLabels(map[string]string{"team": strings.Repeat("v", 64)})),
+			wantField: "spec.additionalMetadata.labels.team", wantMsg: "may not be more than 63"},
+		{name: "too many labels", create: fns(withLabels(manyKeys(65))),
+			wantField: "spec.additionalMetadata.labels", wantMsg: "must have at most 64 items"},
+		{name: "valid annotations", create: fns(withAnnotations(map[string]string{
+			"note": "any text: spaces, slashes / and {\"json\": true}", "Example.com/Owner": "x", "empty": "",
+		}))},
+		{name: "annotation key with a space", create: fns(withAnnotations(map[string]string{"my note": "x"})),
+			wantField: "spec.additionalMetadata.annotations", wantMsg: etcdv1alpha2.MsgAdditionalAnnotationKey},
+		{name: "annotations of 128 KiB", create: fns(withAnnotations(map[string]string{"k": strings.Repeat("x", 128<<10-1)}))},
+		{name: "annotations beyond 128 KiB", create: fns(withAnnotations(map[string]string{"k": strings.Repeat("x", 128<<10)})),
+			wantField: "spec.additionalMetadata.annotations", wantMsg: etcdv1alpha2.MsgAdditionalAnnotationsSize},
+		{name: "annotations beyond 128 KiB counted in bytes", create: fns(withAnnotations(map[string]string{"k": strings.Repeat("é", 64<<10)})),
+			wantField: "spec.additionalMetadata.annotations", wantMsg: etcdv1alpha2.MsgAdditionalAnnotationsSize},
+		{name: "valid node selector", create: fns(withNodeSelector(map[string]string{"kubernetes.io/hostname": "node-1", "disktype": "nvme"}))},
+		{name: "node selector key invalid", create: fns(withNodeSelector(map[string]string{"disk type": "nvme"})),
+			wantField: "spec.nodeSelector", wantMsg: etcdv1alpha2.MsgNodeSelectorKey},
+		{name: "node selector value invalid", create: fns(withNodeSelector(map[string]string{"disktype": "nvme/ssd"})),
+			wantField: "spec.nodeSelector", wantMsg: etcdv1alpha2.MsgNodeSelectorValue},
+		{name: "valid client service annotations", create: fns(withClientServiceAnnotations(map[string]string{
+			"service.beta.kubernetes.io/aws-load-balancer-internal": "true", "note": "free text",
+		}))},
+		{name: "client service annotation key invalid", create: fns(withClientServiceAnnotations(map[string]string{"lb:internal": "true"})),
+			wantField: "spec.clientService.annotations", wantMsg: etcdv1alpha2.MsgClientServiceAnnotationKey},
+		{name: "client service annotations beyond 64 KiB", create: fns(withClientServiceAnnotations(map[string]string{"k": strings.Repeat("x", 64<<10)})),
+			wantField: "spec.clientService.annotations", wantMsg: etcdv1alpha2.MsgClientServiceAnnotationsSize},
+	})
+}
+
+func withClientService(typ etcdv1alpha2.ClientServiceType, allowUnauthenticated bool) func(*etcdv1alpha2.EtcdCluster) {
+	return func(c *etcdv1alpha2.EtcdCluster) {
+		c.Spec.ClientService = &etcdv1alpha2.ClientServiceSpec{Type: typ, AllowUnauthenticated: allowUnauthenticated}
+	}
+}
+
+func withClientMTLS(c *etcdv1alpha2.EtcdCluster) {
+	c.Spec.TLS = &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{
+		ServerSecretRef: secretRef("server"), OperatorClientSecretRef: secretRef("operator"),
+	}}
+}
+
+func withCertManagerMTLS(c *etcdv1alpha2.EtcdCluster) {
+	c.Spec.TLS = &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{CertManager: &etcdv1alpha2.ClientCertManagerTLS{
+		ServerIssuerRef: etcdv1alpha2.IssuerReference{Name: "ca"}, OperatorClientIssuerRef: &etcdv1alpha2.IssuerReference{Name: "ca"},
+	}}}
+}
+
+// TestEtcdClusterExposureRule covers rule 25: a client Service reachable from outside the cluster
+// needs authenticated clients, or an explicit acceptance of an unauthenticated endpoint.
+func TestEtcdClusterExposureRule(t *testing.T) {
+	t.Parallel()
+	runClusterCases(t, []clusterCase{
+		{name: "cluster ip in plaintext", create: fns(withClientService("ClusterIP", false))},
+		{name: "load balancer in plaintext", create: fns(withClientService("LoadBalancer", false)),
+			wantField: "spec.clientService.type", wantMsg: etcdv1alpha2.MsgClientServiceExposed},
+		{name: "node port in plaintext", create: fns(withClientService("NodePort", false)),
+			wantField: "spec.clientService.type", wantMsg: etcdv1alpha2.MsgClientServiceExposed},
+		{name: "node port with server tls only", create: fns(withServerTLS, withClientService("NodePort", false)),
+			wantField: "spec.clientService.type", wantMsg: etcdv1alpha2.MsgClientServiceExposed},
+		{name: "load balancer exposed by an update", update: withClientService("LoadBalancer", false),
+			wantField: "spec.clientService.type", wantMsg: etcdv1alpha2.MsgClientServiceExposed},
+		{name: "load balancer with tls and auth", create: fns(withAuth, withClientService("LoadBalancer", false))},
+		{name: "node port with client certificates", create: fns(withClientMTLS, withClientService("NodePort", false))},
+		{name: "load balancer with cert-manager client certificates", create: fns(withCertManagerMTLS, withClientService("LoadBalancer", false))},
+		{name: "load balancer accepted unauthenticated", create: fns(withClientService("LoadBalancer", true))},
+		{name: "node port accepted unauthenticated with server tls", create: fns(withServerTLS, withClientService("NodePort", true))},
+	})
+}
+
+// justBelow is the highest version lower than v, taking 99 for "any" patch or minor.
+func justBelow(v version.Version) version.Version {
+	switch {
+	case v.Patch > 0:
+		return version.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch - 1}
+	case v.Minor > 0:
+		return version.Version{Major: v.Major, Minor: v.Minor - 1, Patch: 99}
+	default:
+		return version.Version{Major: v.Major - 1, Minor: 99, Patch: 99}
+	}
+}
+
+// TestEtcdClusterVersionFloor covers rule 26 against version.Oldest, the floor the controller
+// applies, so that admission and the controller agree on it.
+func TestEtcdClusterVersionFloor(t *testing.T) {
+	t.Parallel()
+	cases := []clusterCase{
+		{name: "the oldest version the operator runs", create: fns(setVersion(version.Oldest.String()))},
+		{name: "just below the oldest", create: fns(setVersion(justBelow(version.Oldest).String())),
+			wantField: "spec.version", wantMsg: etcdv1alpha2.MsgVersionTooOld},
+		{name: "etcd 3.4", create: fns(setVersion("3.4.0")), wantField: "spec.version", wantMsg: etcdv1alpha2.MsgVersionTooOld},
+		{name: "etcd 2", create: fns(setVersion("2.3.8")), wantField: "spec.version", wantMsg: etcdv1alpha2.MsgVersionTooOld},
+	}
+	for _, v := range version.Supported() {
+		cases = append(cases, clusterCase{name: "supported " + v.String(), create: fns(setVersion(v.String()))})
+	}
+	runClusterCases(t, cases)
 }
