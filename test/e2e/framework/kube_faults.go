@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -41,6 +42,25 @@ func (s *Suite) EvictPod(ctx context.Context, namespace, name string) error {
 		return fmt.Errorf("evicting Pod %s/%s: %w", namespace, name, err)
 	}
 	return nil
+}
+
+// EvictWhenAllowed evicts the Pod through the Eviction API as a drain would, retrying while a
+// PodDisruptionBudget refuses it (429 TooManyRequests: a member that just joined is not counted
+// healthy yet), and returns when the eviction was accepted.
+func (s *Suite) EvictWhenAllowed(ctx context.Context, namespace, name string, timeout time.Duration) (time.Time, error) {
+	var at time.Time
+	err := Poll(ctx, "eviction of "+name+" allowed by the PDB", timeout, DefaultPollInterval, func(ctx context.Context) (bool, string, error) {
+		err := s.EvictPod(ctx, namespace, name)
+		switch {
+		case err == nil:
+			at = time.Now()
+			return true, "", nil
+		case apierrors.IsTooManyRequests(err):
+			return false, err.Error(), nil
+		}
+		return false, "", err
+	})
+	return at, err
 }
 
 // ScaleDeployment sets a Deployment's replicas through the scale subresource and returns the
