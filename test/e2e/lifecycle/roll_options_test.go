@@ -207,7 +207,7 @@ func requireHaltedOnOne(f *framework.Test, name string, s *rollSampler, ec *etcd
 		if pod.Name == failed {
 			continue
 		}
-		if string(pod.UID) != s.initial[pod.Name] || !framework.PodReady(pod) {
+		if pod.UID != s.initial[pod.Name] || !framework.PodReady(pod) {
 			f.T.Errorf("Pod %s touched by a halted roll: UID %s (was %s), Ready %v", pod.Name, pod.UID, s.initial[pod.Name], framework.PodReady(pod))
 		}
 	}
