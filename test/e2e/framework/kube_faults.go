@@ -65,7 +65,7 @@ func (s *Suite) EvictWhenAllowed(ctx context.Context, namespace, name string, ti
 
 // ScaleDeployment sets a Deployment's replicas through the scale subresource and returns the
 // previous value. It uses the typed client: the unstructured client cannot send a typed Scale
-// body (local-cluster.md, envtest gotcha).
+// body (TESTING.md, "Rules for tests").
 func (s *Suite) ScaleDeployment(ctx context.Context, namespace, name string, replicas int32) (int32, error) {
 	deployments := s.Kube.AppsV1().Deployments(namespace)
 	sc, err := deployments.GetScale(ctx, name, metav1.GetOptions{})

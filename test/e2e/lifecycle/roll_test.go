@@ -23,12 +23,13 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// Rolling-update scenarios (issue #6, behaviour.md §12): a template change reaches the running
-// members of a 3-member PVC cluster one at a time, under write traffic, with the same member IDs
-// and data. Each records, per member, the time from its old Pod's deletion to its new Pod being
-// Ready (rollSampler), the whole roll, and the longest write gap (framework.VerifyTraffic); the
-// figures are published next to the §24 targets (per member ≤ 60 s + catch-up, write gap ≤ 2 s),
-// never asserted.
+// Rolling-update scenarios (issue #6, docs/design/rolling-updates.md): a template change reaches
+// the running members of a 3-member PVC cluster one at a time, under write traffic, with the same
+// member IDs and data. Each records, per member, the time from its old Pod's deletion to its new
+// Pod being Ready (rollSampler), the whole roll, and the longest write gap
+// (framework.VerifyTraffic); the figures are published next to the targets of
+// docs/design/timings.md, "Targets" (per member ≤ 60 s + catch-up, write gap ≤ 2 s), never
+// asserted.
 
 // rollTimeout bounds one roll of 3 members: per member a graceful stop, a start, 10 s of
 // settling and a catch-up, on a loaded shared machine.

@@ -29,7 +29,7 @@ const expansionTimeout = 3 * time.Minute
 
 // TestPVCExpansion grows spec.storage.size of a 3-member cluster in the local cluster's
 // expandable StorageClass (local-expandable, expanded by its external resizer, see
-// docs/local-cluster.md) from 1Gi to 2Gi under write traffic (behaviour.md §13). Every PVC is
+// docs/local-cluster.md) from 1Gi to 2Gi under write traffic (docs/design/storage.md). Every PVC is
 // asked for 2Gi at once and reports it; the members' spec.storage.size follows; the default
 // quota (size/2) then rolls each member once, one at a time, and each only after its own volume
 // grew (expand first, roll after). Same member IDs and cluster ID, a linearizable history with

@@ -23,8 +23,8 @@ import (
 // refusalTimeout bounds the wait for the controller to report a refused version: one pass.
 const refusalTimeout = time.Minute
 
-// TestVersionChangeRefused checks both places that refuse a version change (behaviour.md §14),
-// on a converged 3-member 3.6 cluster, without any roll:
+// TestVersionChangeRefused checks both places that refuse a version change
+// (docs/design/versions.md, "Rules"), on a converged 3-member 3.6 cluster, without any roll:
 //
 //   - Admission (CEL, spec against the previous spec): a minor downgrade (3.6 → 3.5) and a
 //     minor skip (3.6 → 3.8) are refused with messages that name the rule and the allowed next
