@@ -47,7 +47,7 @@ func SetupDuration(getenv func(string) string) (time.Duration, bool) {
 // OperatorNamespace is where `make deploy` installs the operator.
 const OperatorNamespace = "etcd-operator-system"
 
-// Label marks what a test exercises (style.md §2.3); a run selects tests by label.
+// Label marks what a test exercises (TESTING.md, "e2e"); a run selects tests by label.
 type Label string
 
 // The labels tests use.

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -43,9 +44,28 @@ func (s *Suite) EvictPod(ctx context.Context, namespace, name string) error {
 	return nil
 }
 
+// EvictWhenAllowed evicts the Pod through the Eviction API as a drain would, retrying while a
+// PodDisruptionBudget refuses it (429 TooManyRequests: a member that just joined is not counted
+// healthy yet), and returns when the eviction was accepted.
+func (s *Suite) EvictWhenAllowed(ctx context.Context, namespace, name string, timeout time.Duration) (time.Time, error) {
+	var at time.Time
+	err := Poll(ctx, "eviction of "+name+" allowed by the PDB", timeout, DefaultPollInterval, func(ctx context.Context) (bool, string, error) {
+		err := s.EvictPod(ctx, namespace, name)
+		switch {
+		case err == nil:
+			at = time.Now()
+			return true, "", nil
+		case apierrors.IsTooManyRequests(err):
+			return false, err.Error(), nil
+		}
+		return false, "", err
+	})
+	return at, err
+}
+
 // ScaleDeployment sets a Deployment's replicas through the scale subresource and returns the
 // previous value. It uses the typed client: the unstructured client cannot send a typed Scale
-// body (local-cluster.md, envtest gotcha).
+// body (TESTING.md, "Rules for tests").
 func (s *Suite) ScaleDeployment(ctx context.Context, namespace, name string, replicas int32) (int32, error) {
 	deployments := s.Kube.AppsV1().Deployments(namespace)
 	sc, err := deployments.GetScale(ctx, name, metav1.GetOptions{})

@@ -15,9 +15,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// TestDeletion deletes converged clusters (behaviour.md §11): with reclaimPolicy Delete every
-// EtcdMember, Pod, Service, the PDB and every PVC go; with Retain the PVCs survive, still
-// labelled, and everything else goes.
+// TestDeletion deletes converged clusters (docs/design/membership-flows.md, "Cluster deletion"):
+// with reclaimPolicy Delete every EtcdMember, Pod, Service, the PDB and every PVC go; with Retain
+// the PVCs survive, still labelled, and everything else goes.
 func TestDeletion(t *testing.T) {
 	t.Parallel()
 	for _, policy := range []etcdv1alpha2.ReclaimPolicy{etcdv1alpha2.ReclaimPolicyDelete, etcdv1alpha2.ReclaimPolicyRetain} {

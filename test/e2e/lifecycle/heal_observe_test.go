@@ -26,7 +26,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/utils/traffic"
 )
 
-// What the heal scenarios (heal_test.go) observe while a fault runs: the write traffic that
+// What the heal scenarios (heal_*_test.go) observe while a fault runs: the write traffic that
 // must lose no acknowledged write, and the history of the cluster's objects as the API server's
 // watches deliver it.
 

@@ -32,7 +32,7 @@ import (
 )
 
 // Timeouts of the waits below. They bound how long a stuck operator can hold a test; they are
-// not performance assertions (behaviour.md §24 targets are measured and published only).
+// not performance assertions (docs/design/timings.md, "Targets": measured and published only).
 const (
 	// bootstrapTimeout bounds create → Available for up to five members.
 	bootstrapTimeout = 6 * time.Minute

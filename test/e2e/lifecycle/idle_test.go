@@ -19,8 +19,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// The idle measurement (issue #4, behaviour.md §24): what one idle 3-member cluster costs,
-// seen from outside the operator.
+// The idle measurement (issue #4, docs/design/timings.md, "Targets"): what one idle 3-member
+// cluster costs, seen from outside the operator.
 const (
 	// envIdleWindow overrides the measuring window, e.g. E2E_IDLE_WINDOW=30s for a quick
 	// local run; the published figures use the default.

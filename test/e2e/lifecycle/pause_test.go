@@ -14,11 +14,11 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// TestPauseResume pauses a 3-member cluster (replicas 0) and resumes it to 3 (behaviour.md §8):
-// while paused one dormant EtcdMember remains with its PVC and no Pod, the cluster reports
-// Available=False/Paused and Progressing=False/Paused and the PDB is gone; after the resume the
-// cluster ID is unchanged, the dormant member is back with its member ID, and the keys written
-// before the pause read back.
+// TestPauseResume pauses a 3-member cluster (replicas 0) and resumes it to 3
+// (docs/design/membership-flows.md, "Pause and resume"): while paused one dormant EtcdMember
+// remains with its PVC and no Pod, the cluster reports Available=False/Paused and
+// Progressing=False/Paused and the PDB is gone; after the resume the cluster ID is unchanged, the
+// dormant member is back with its member ID, and the keys written before the pause read back.
 func TestPauseResume(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Smoke)

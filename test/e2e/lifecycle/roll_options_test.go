@@ -76,15 +76,15 @@ const haltTimeout = 8 * time.Minute
 // member is not replaced: the roll halts on it.
 const badRetention = "9999999999h"
 
-// TestRollHaltsOnBadOptionAndResumes rolls an options value etcd refuses at start onto a
-// 3-member PVC cluster under write traffic. The first restarted member never becomes Ready; the
-// roll must stop there (behaviour.md §12: no second member restarted, nothing replaced, quorum
-// kept), and after memberStartGrace report it: the member Healthy=False/StartFailed, the cluster
-// Degraded=True/MemberStartFailed and Progressing=True/RollingUpdate "roll halted: …". Then the
-// spec is corrected and adopted at once by moving status.progressDeadline into the past (the
-// documented way, docs/lifecycle.md "Read the conditions"); the roll resumes with the member
-// that failed and converges with the same member IDs. Records roll-halt (spec patched → halt
-// reported), roll-resume-{1,2,3}, roll-resume-total and write-gap-max.
+// TestRollHaltsOnBadOptionAndResumes rolls an options value etcd refuses at start onto a 3-member
+// PVC cluster under write traffic. The first restarted member never becomes Ready; the roll must
+// stop there (docs/design/rolling-updates.md, "Halt": no second member restarted, nothing replaced,
+// quorum kept), and after memberStartGrace report it: the member Healthy=False/StartFailed, the
+// cluster Degraded=True/MemberStartFailed and Progressing=True/RollingUpdate "roll halted: …". Then
+// the spec is corrected and adopted at once by moving status.progressDeadline into the past (the
+// documented way, docs/lifecycle.md "Read the conditions"); the roll resumes with the member that
+// failed and converges with the same member IDs. Records roll-halt (spec patched → halt reported),
+// roll-resume-{1,2,3}, roll-resume-total and write-gap-max.
 func TestRollHaltsOnBadOptionAndResumes(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t)
@@ -207,7 +207,7 @@ func requireHaltedOnOne(f *framework.Test, name string, s *rollSampler, ec *etcd
 		if pod.Name == failed {
 			continue
 		}
-		if string(pod.UID) != s.initial[pod.Name] || !framework.PodReady(pod) {
+		if pod.UID != s.initial[pod.Name] || !framework.PodReady(pod) {
 			f.T.Errorf("Pod %s touched by a halted roll: UID %s (was %s), Ready %v", pod.Name, pod.UID, s.initial[pod.Name], framework.PodReady(pod))
 		}
 	}

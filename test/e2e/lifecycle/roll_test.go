@@ -16,18 +16,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// Rolling-update scenarios (issue #6, behaviour.md §12): a template change reaches the running
-// members of a 3-member PVC cluster one at a time, under write traffic, with the same member IDs
-// and data. Each records, per member, the time from its old Pod's deletion to its new Pod being
-// Ready (rollSampler), the whole roll, and the longest write gap (framework.VerifyTraffic); the
-// figures are published next to the §24 targets (per member ≤ 60 s + catch-up, write gap ≤ 2 s),
-// never asserted.
+// Rolling-update scenarios (issue #6, docs/design/rolling-updates.md): a template change reaches
+// the running members of a 3-member PVC cluster one at a time, under write traffic, with the same
+// member IDs and data. Each records, per member, the time from its old Pod's deletion to its new
+// Pod being Ready (rollSampler), the whole roll, and the longest write gap
+// (framework.VerifyTraffic); the figures are published next to the targets of
+// docs/design/timings.md, "Targets" (per member ≤ 60 s + catch-up, write gap ≤ 2 s), never
+// asserted.
 
 // rollTimeout bounds one roll of 3 members: per member a graceful stop, a start, 10 s of
 // settling and a catch-up, on a loaded shared machine.
@@ -37,7 +39,7 @@ const rollTimeout = 5 * time.Minute
 // was first seen going (terminating or replaced) and when a new Pod of it was first seen Ready.
 type rollSampler struct {
 	mu       sync.Mutex
-	initial  map[string]string // member → Pod UID before the roll
+	initial  map[string]types.UID // member → Pod UID before the roll
 	gone     map[string]time.Time
 	ready    map[string]time.Time
 	order    []string
@@ -48,7 +50,7 @@ type rollSampler struct {
 
 func sampleRoll(f *framework.Test, name string) *rollSampler {
 	f.T.Helper()
-	s := &rollSampler{initial: podUIDs(f, name), gone: map[string]time.Time{}, ready: map[string]time.Time{}}
+	s := &rollSampler{initial: f.PodUIDs(podSelector(name)), gone: map[string]time.Time{}, ready: map[string]time.Time{}}
 	s.stopFn = sampleEvery(f, 100*time.Millisecond, func(ctx context.Context) {
 		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 		if err != nil {
@@ -73,7 +75,7 @@ func (s *rollSampler) add(pods []corev1.Pod, now time.Time) {
 		if !known {
 			continue
 		}
-		replaced := string(p.UID) != old
+		replaced := p.UID != old
 		if replaced || p.DeletionTimestamp != nil {
 			s.goneAt(p.Name, now)
 		}

@@ -18,10 +18,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// apiSample is the example of api.md §2.7, unchanged but for its namespace (tenant-a becomes the
-// test namespace). It asks for cert-manager TLS and auth; this operator version implements
-// neither yet (it reports what is missing and starts nothing), and cert-manager is not installed
-// on the local cluster.
+// apiSample is the example of docs/api.md, "Example", unchanged but for its namespace (tenant-a
+// becomes the test namespace). It asks for cert-manager TLS and auth; this operator version
+// implements neither yet (it reports what is missing and starts nothing), and cert-manager is not
+// installed on the local cluster.
 const apiSample = `apiVersion: etcd-operator.cozystack.io/v1alpha2
 kind: EtcdCluster
 metadata: {name: etcd, namespace: tenant-a}
@@ -42,7 +42,7 @@ spec:
 // reports on it, to catch an operator crash or a status that claims availability.
 const sampleObserve = 45 * time.Second
 
-// TestAPISample applies the api.md §2.7 sample with kubectl: the API server must accept it
+// TestAPISample applies the docs/api.md example with kubectl: the API server must accept it
 // unchanged, and the operator must report honest status (Available not True, with a reason and
 // a message) without crashing (no operator container restart) and without serving a cluster
 // that ignores the requested TLS and auth.
@@ -72,7 +72,7 @@ func TestAPISample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Record("sample-first-status", since(start), "api.md §2.7 sample: apply → first Available condition")
+	f.Record("sample-first-status", since(start), "docs/api.md example: apply → first Available condition")
 	ec = watchSample(f, name)
 	logSampleState(f, ec)
 	restarted := 0
@@ -87,8 +87,9 @@ func TestAPISample(t *testing.T) {
 	}
 }
 
-// TestAPISampleReportsCertManagerNotInstalled applies the api.md §2.7 sample on a cluster without
-// cert-manager and expects what behaviour.md §4 and §22 specify: Available=False with reason
+// TestAPISampleReportsCertManagerNotInstalled applies the docs/api.md example on a cluster without
+// cert-manager and expects what docs/design/membership-flows.md, "Waiting for TLS material",
+// and docs/design/conditions-and-events.md specify: Available=False with reason
 // CertManagerNotInstalled and a message that says to install cert-manager or use Secret
 // references; Degraded=True/TLSSecretMissing naming the Secrets cert-manager would have issued;
 // and nothing that would start etcd without the requested TLS (no EtcdMember, no Pod), however
@@ -124,7 +125,7 @@ func TestAPISampleReportsCertManagerNotInstalled(t *testing.T) {
 		logSampleConditions(f, ec, name)
 		t.Fatal(err)
 	}
-	f.Record("sample-cert-manager-not-installed", since(start), "api.md §2.7 sample without cert-manager: apply → Available=False/CertManagerNotInstalled")
+	f.Record("sample-cert-manager-not-installed", since(start), "docs/api.md example without cert-manager: apply → Available=False/CertManagerNotInstalled")
 	for _, c := range ec.Status.Conditions {
 		t.Logf("  %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
 	}
@@ -162,7 +163,7 @@ func logSampleConditions(f *framework.Test, ec *etcdv1alpha2.EtcdCluster, name s
 	}
 }
 
-// applySample applies the api.md §2.7 sample with kubectl into the test namespace and checks
+// applySample applies the docs/api.md example with kubectl into the test namespace and checks
 // that the API server kept what it asked for.
 func applySample(f *framework.Test, name string) {
 	f.T.Helper()
@@ -171,7 +172,7 @@ func applySample(f *framework.Test, name string) {
 	cmd.Stdin = strings.NewReader(manifest)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		f.T.Fatalf("kubectl apply of the api.md §2.7 sample: %v: %s", err, out)
+		f.T.Fatalf("kubectl apply of the docs/api.md example: %v: %s", err, out)
 	}
 	f.T.Logf("kubectl apply: %s", strings.TrimSpace(string(out)))
 	ec, err := getCluster(f.Ctx, f, name)

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -28,7 +29,7 @@ const expansionTimeout = 3 * time.Minute
 
 // TestPVCExpansion grows spec.storage.size of a 3-member cluster in the local cluster's
 // expandable StorageClass (local-expandable, expanded by its external resizer, see
-// docs/local-cluster.md) from 1Gi to 2Gi under write traffic (behaviour.md §13). Every PVC is
+// docs/local-cluster.md) from 1Gi to 2Gi under write traffic (docs/design/storage.md). Every PVC is
 // asked for 2Gi at once and reports it; the members' spec.storage.size follows; the default
 // quota (size/2) then rolls each member once, one at a time, and each only after its own volume
 // grew (expand first, roll after). Same member IDs and cluster ID, a linearizable history with
@@ -98,7 +99,7 @@ func TestPVCExpansion(t *testing.T) {
 // check has no false alarm from the order of two samplers.
 type growthSampler struct {
 	mu       sync.Mutex
-	initial  map[string]string    // member → Pod UID before the change
+	initial  map[string]types.UID // member → Pod UID before the change
 	grownAt  map[string]time.Time // member → first seen with the size
 	tooEarly []string
 	stop     func()
@@ -106,7 +107,7 @@ type growthSampler struct {
 
 func sampleGrowth(f *framework.Test, name string, size resource.Quantity) *growthSampler {
 	f.T.Helper()
-	g := &growthSampler{initial: podUIDs(f, name), grownAt: map[string]time.Time{}}
+	g := &growthSampler{initial: f.PodUIDs(podSelector(name)), grownAt: map[string]time.Time{}}
 	g.stop = sampleEvery(f, 100*time.Millisecond, func(ctx context.Context) {
 		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
 		if err != nil {
@@ -132,7 +133,7 @@ func (g *growthSampler) add(pods []corev1.Pod, pvcs []corev1.PersistentVolumeCla
 		}
 	}
 	for _, p := range pods {
-		going := string(p.UID) != g.initial[p.Name] || p.DeletionTimestamp != nil
+		going := p.UID != g.initial[p.Name] || p.DeletionTimestamp != nil
 		if going && g.grownAt[p.Name].IsZero() && !slices.Contains(g.tooEarly, p.Name) {
 			g.tooEarly = append(g.tooEarly, p.Name)
 		}

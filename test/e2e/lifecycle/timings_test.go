@@ -179,7 +179,7 @@ func waitEtcdMembers(f *framework.Test, name string, n int, timeout time.Duratio
 
 // statusObserver samples a cluster's status, PodDisruptionBudget and voter Pods every
 // statusObserveInterval while a flow runs, and keeps every moment that broke an invariant of
-// behaviour.md §20 and §22:
+// docs/design/quorum.md, "PDB arithmetic" and "Available arithmetic":
 //   - Available=True only while Ready voter Pods, and status.readyMembers, reach a quorum of the
 //     target (status.observed.replicas);
 //   - while any voter Pod exists and the target is not 0, a PDB exists (after at most

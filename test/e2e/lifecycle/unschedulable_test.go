@@ -25,11 +25,11 @@ const unschedulableLabelDomain = "unschedulable.e2e.etcd-operator.cozystack.io/"
 
 // TestUnschedulableMemberReported creates a 1-member cluster whose spec.nodeSelector matches no
 // node. The member's Ready condition must quote the scheduler at once; once the Pod has been
-// unschedulable for the operator's pending grace (5 min, behaviour.md §9), the member must be
-// Healthy=False/Unschedulable and the cluster Degraded=True/MemberUnschedulable naming the member
-// and the scheduler's message, announced by one MemberFailed Warning on each. Then one node gets
-// the label: the Pod schedules, the cluster converges and is no longer Degraded. Not in the smoke
-// set: the grace alone takes five minutes.
+// unschedulable for the operator's pending grace (5 min, docs/design/healing.md, "Classification"),
+// the member must be Healthy=False/Unschedulable and the cluster Degraded=True/MemberUnschedulable
+// naming the member and the scheduler's message, announced by one MemberFailed Warning on each.
+// Then one node gets the label: the Pod schedules, the cluster converges and is no longer Degraded.
+// Not in the smoke set: the grace alone takes five minutes.
 func TestUnschedulableMemberReported(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t)

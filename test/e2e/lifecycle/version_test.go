@@ -23,8 +23,8 @@ import (
 // refusalTimeout bounds the wait for the controller to report a refused version: one pass.
 const refusalTimeout = time.Minute
 
-// TestVersionChangeRefused checks both places that refuse a version change (behaviour.md §14),
-// on a converged 3-member 3.6 cluster, without any roll:
+// TestVersionChangeRefused checks both places that refuse a version change
+// (docs/design/versions.md, "Rules"), on a converged 3-member 3.6 cluster, without any roll:
 //
 //   - Admission (CEL, spec against the previous spec): a minor downgrade (3.6 → 3.5) and a
 //     minor skip (3.6 → 3.8) are refused with messages that name the rule and the allowed next
@@ -50,7 +50,7 @@ func TestVersionChangeRefused(t *testing.T) {
 	createCluster(f, ec)
 	ec = waitConverged(f, name, 3, bootstrapTimeout)
 	generation := ec.Generation
-	pods := podUIDs(f, name)
+	pods := f.PodUIDs(podSelector(name))
 
 	for _, tc := range []struct{ to, want string }{
 		{"3.5.35", "spec.version: 3.6.16 to 3.5.35 is a minor downgrade, which etcd does not support; allowed next versions: any 3.6.x patch, or 3.7.x"},
@@ -73,7 +73,7 @@ func TestVersionChangeRefused(t *testing.T) {
 	if ec.Generation != generation || ec.Spec.Version != "3.6.16" {
 		t.Errorf("after refused edits: generation %d (was %d), version %s", ec.Generation, generation, ec.Spec.Version)
 	}
-	if now := podUIDs(f, name); !maps.Equal(now, pods) {
+	if now := f.PodUIDs(podSelector(name)); !maps.Equal(now, pods) {
 		t.Errorf("member Pods changed after refused edits: %v, were %v", now, pods)
 	}
 
@@ -144,7 +144,7 @@ func TestVersionChangeRefused(t *testing.T) {
 	if n := eventCount(f, name, membership.ReasonVersionChangeRejected); n != warningsBefore+1 {
 		t.Errorf("%d VersionChangeRejected Warnings after the 3.8.0 refusal, want %d (one per distinct refusal)", n, warningsBefore+1)
 	}
-	if now := podUIDs(f, name); len(now) != 0 {
+	if now := f.PodUIDs(podSelector(name)); len(now) != 0 {
 		t.Errorf("member Pods %v exist while the spec that asks for replicas 3 is refused", now)
 	}
 	if m := dormantMember(f, name); m.Name != dormant.Name || m.Status.MemberID != dormant.Status.MemberID || !m.Spec.Dormant {
