@@ -67,9 +67,10 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	// The manager and client-go's leader election (which logs with the logger in the context the
-	// manager starts with) share one stopAwareLogger, so that a clean stop logs no error.
-	mgrLog := stopAwareLogger(log)
+	// The manager, its controllers and client-go's leader election (which logs with the logger in
+	// the context the manager starts with) share one StopAwareLogger, so that a clean stop logs no
+	// error.
+	mgrLog := StopAwareLogger(log, ctx.Done())
 	mgr, err := ctrl.NewManager(restConfig, managerOptions(opts, scheme, leaseNamespace, mgrLog))
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)

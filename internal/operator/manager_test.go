@@ -40,7 +40,7 @@ func TestManagerOptions(t *testing.T) {
 			wantNamespaces: map[string]cache.Config{"team-a": {}, "team-b": {}},
 		},
 	}
-	log := stopAwareLogger(NewLogger(LogOptions{}, io.Discard))
+	log := StopAwareLogger(NewLogger(LogOptions{}, io.Discard), nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

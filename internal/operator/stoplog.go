@@ -29,33 +29,50 @@ const (
 // election.
 const leaderElectionEndedMessage = "Leader election ended with the stop, after the controllers had stopped"
 
-// stopAwareLogger returns log for the controller manager and for client-go's leader election (the
-// logger in the context the manager starts with), with two changes that apply once the manager has
-// stopped its controllers:
+// StopAwareLogger returns log with two changes, so that an operator on call is not paged for a
+// clean stop. Run gives one to the controller manager, its controllers and client-go's leader
+// election (the logger in the context the manager starts with); main sets one as klog's and
+// controller-runtime's global logger, which the event recorder and some of controller-runtime's
+// internals log through.
 //
-//   - the "leader election lost" error that the manager reports on every stop, once it has
-//     cancelled leader election itself, is logged at info level;
-//   - so is an error caused by that cancellation (errors.Is context.Canceled), such as a Lease
-//     request that was in flight when the stop cancelled it.
+//   - once stopped is closed (the stop was requested), an error caused by the stop's cancellation
+//     (errors.Is context.Canceled) is logged at info level: a reconcile pass cut short, whose
+//     requests fail with "context canceled" (the next leader reruns the pass; every step is safe
+//     to interrupt, docs/design/crash-safety.md), a Lease request in flight when the manager
+//     cancelled leader election, or an Event being written when the manager stopped its recorder;
+//   - once the manager has also stopped its controllers, the "leader election lost" error it
+//     reports on every stop, after it cancelled leader election itself, is logged at info level.
+//     Nothing acts on the cluster any more at that point, so no Lease can have been lost in a way
+//     that matters.
 //
-// Nothing acts on the cluster any more at that point, so no Lease can have been lost in a way that
-// matters, and an operator on call must not be paged for a clean stop. A loss reported while the
-// controllers still run, during the stop or before it, stays an error (before the stop, Run also
-// returns it), and so does every other error, including a failure to release the Lease.
-func stopAwareLogger(log logr.Logger) logr.Logger {
+// A loss reported while the controllers still run, during the stop or before it, stays an error
+// (before the stop, Run also returns it), and so does every other error, including a failure to
+// release the Lease and any error of a pass that is not the stop's cancellation.
+func StopAwareLogger(log logr.Logger, stopped <-chan struct{}) logr.Logger {
 	if log.GetSink() == nil {
 		return log // logr.Discard()
 	}
-	return log.WithSink(&stopAwareSink{LogSink: log.GetSink(), state: &stopState{}})
+	return log.WithSink(&stopAwareSink{LogSink: log.GetSink(), state: &stopState{stopped: stopped}})
 }
 
 // stopState is shared by a stopAwareSink and every sink derived from it.
 type stopState struct {
+	// stopped is closed when the stop is requested.
+	stopped <-chan struct{}
 	// controllersStopped is set when the manager logs managerCachesStopping.
 	controllersStopped atomic.Bool
 }
 
-// stopAwareSink is the logr.LogSink of stopAwareLogger.
+func (st *stopState) stopRequested() bool {
+	select {
+	case <-st.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopAwareSink is the logr.LogSink of StopAwareLogger.
 type stopAwareSink struct {
 	logr.LogSink
 	state *stopState
@@ -88,15 +105,13 @@ func (s *stopAwareSink) Info(level int, msg string, keysAndValues ...any) {
 }
 
 func (s *stopAwareSink) Error(err error, msg string, keysAndValues ...any) {
-	if err == nil || !s.state.controllersStopped.Load() {
-		s.LogSink.Error(err, msg, keysAndValues...)
-		return
-	}
 	switch {
-	case msg == managerErrorAfterStop && err.Error() == managerLeaderElectionLost:
-		s.info(leaderElectionEndedMessage, append(keysAndValues, "managerReport", err.Error()))
+	case err == nil || !s.state.stopRequested():
+		s.LogSink.Error(err, msg, keysAndValues...)
 	case errors.Is(err, context.Canceled):
 		s.info(msg, append(keysAndValues, "canceledByStop", err.Error()))
+	case msg == managerErrorAfterStop && err.Error() == managerLeaderElectionLost && s.state.controllersStopped.Load():
+		s.info(leaderElectionEndedMessage, append(keysAndValues, "managerReport", err.Error()))
 	default:
 		s.LogSink.Error(err, msg, keysAndValues...)
 	}

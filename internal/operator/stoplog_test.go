@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -37,24 +38,26 @@ func parseRecords(t *testing.T, out string) []logged {
 	return records
 }
 
-// The calls of the manager and of client-go's leader election on a stop, in the order
-// controller-runtime v0.23 makes them (pkg/manager/internal.go): the "leader election lost" the
-// manager reports once it has cancelled leader election, and a Lease request that cancellation cut
-// short, are info; the same reports while the controllers still run, and any other error, stay
-// errors.
+// The calls of the manager, its controllers and client-go's leader election around a stop, in the
+// order controller-runtime v0.23 makes them (pkg/manager/internal.go): once the stop is requested, an
+// error caused by its cancellation is info, and so is the "leader election lost" the manager reports
+// once it has stopped the controllers and cancelled leader election; the same reports before, and
+// any other error, stay errors.
 func TestStopAwareLogger(t *testing.T) {
 	t.Parallel()
 	lost := errors.New(managerLeaderElectionLost)
 	// What client-go's REST client returns for a request whose context was cancelled.
-	canceled := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/apis/coordination.k8s.io/v1/namespaces/ops/leases/lease", Err: context.Canceled}
+	canceled := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443/apis/etcd-operator.cozystack.io/v1alpha2/namespaces/ops/etcdclusters/etcd/status", Err: context.Canceled}
+	passCut := fmt.Errorf("patching EtcdCluster status: %w", canceled)
 	tests := []struct {
 		name string
-		log  func(logr.Logger)
+		log  func(l logr.Logger, stop func())
 		want []logged
 	}{
 		{
 			name: "clean stop",
-			log: func(l logr.Logger) {
+			log: func(l logr.Logger, stop func()) {
+				stop()
 				l.Info("Stopping and waiting for leader election runnables")
 				l.Info(managerCachesStopping)
 				l.Info("Wait completed, proceeding to shutdown the manager")
@@ -68,9 +71,24 @@ func TestStopAwareLogger(t *testing.T) {
 			},
 		},
 		{
+			name: "pass cut short by the stop",
+			log: func(l logr.Logger, stop func()) {
+				l.Error(passCut, "Reconciler error")
+				stop()
+				l.WithName("etcdcluster").Error(passCut, "Reconciler error")
+				l.Error(errors.New("patching EtcdCluster status: the object has been modified"), "Reconciler error")
+			},
+			want: []logged{
+				{Level: "error", Msg: "Reconciler error", Error: passCut.Error()},
+				{Level: "info", Msg: "Reconciler error", Logger: "etcdcluster", CanceledByStop: passCut.Error()},
+				{Level: "error", Msg: "Reconciler error", Error: "patching EtcdCluster status: the object has been modified"},
+			},
+		},
+		{
 			name: "Lease request cancelled by the stop",
-			log: func(l logr.Logger) {
+			log: func(l logr.Logger, stop func()) {
 				l.Error(canceled, "Error retrieving lease lock", "lock", "ops/lease")
+				stop()
 				l.Info(managerCachesStopping)
 				l.Error(canceled, "Error retrieving lease lock", "lock", "ops/lease")
 			},
@@ -82,7 +100,8 @@ func TestStopAwareLogger(t *testing.T) {
 		},
 		{
 			name: "Lease lost while the controllers stop",
-			log: func(l logr.Logger) {
+			log: func(l logr.Logger, stop func()) {
+				stop()
 				l.Info("Stopping and waiting for leader election runnables")
 				l.Error(lost, managerErrorAfterStop)
 				l.Info(managerCachesStopping)
@@ -94,8 +113,22 @@ func TestStopAwareLogger(t *testing.T) {
 			},
 		},
 		{
+			name: "Lease lost after a manager failure, not a requested stop",
+			log: func(l logr.Logger, _ func()) {
+				l.Info(managerCachesStopping)
+				l.Error(lost, managerErrorAfterStop)
+				l.Error(canceled, "Error retrieving lease lock")
+			},
+			want: []logged{
+				{Level: "info", Msg: managerCachesStopping},
+				{Level: "error", Msg: managerErrorAfterStop, Error: managerLeaderElectionLost},
+				{Level: "error", Msg: "Error retrieving lease lock", Error: canceled.Error()},
+			},
+		},
+		{
 			name: "other errors after the controllers stopped",
-			log: func(l logr.Logger) {
+			log: func(l logr.Logger, stop func()) {
+				stop()
 				l.Info(managerCachesStopping)
 				l.Error(errors.New("failed to start caches"), managerErrorAfterStop)
 				l.Error(lost, "Failed to release lease")
@@ -110,7 +143,8 @@ func TestStopAwareLogger(t *testing.T) {
 		},
 		{
 			name: "derived loggers share what the manager logged",
-			log: func(l logr.Logger) {
+			log: func(l logr.Logger, stop func()) {
+				stop()
 				l.WithName("manager").WithValues("k", "v").Info(managerCachesStopping)
 				l.WithName("other").Error(lost, managerErrorAfterStop)
 			},
@@ -124,7 +158,10 @@ func TestStopAwareLogger(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var buf bytes.Buffer
-			tt.log(stopAwareLogger(NewLogger(LogOptions{Level: zapcore.InfoLevel, Format: LogFormatJSON}, &buf)))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			l := StopAwareLogger(NewLogger(LogOptions{Level: zapcore.InfoLevel, Format: LogFormatJSON}, &buf), ctx.Done())
+			tt.log(l, cancel)
 			got := parseRecords(t, buf.String())
 			if len(got) != len(tt.want) {
 				t.Fatalf("%d records, want %d:\n%s", len(got), len(tt.want), buf.String())
@@ -138,13 +175,16 @@ func TestStopAwareLogger(t *testing.T) {
 	}
 }
 
-// At --log-level=error the replaced record is dropped like any other info record.
+// At --log-level=error the replaced records are dropped like any other info record.
 func TestStopAwareLoggerAtErrorLevel(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	l := stopAwareLogger(NewLogger(LogOptions{Level: zapcore.ErrorLevel, Format: LogFormatJSON}, &buf))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l := StopAwareLogger(NewLogger(LogOptions{Level: zapcore.ErrorLevel, Format: LogFormatJSON}, &buf), ctx.Done())
 	l.Info(managerCachesStopping)
 	l.Error(errors.New(managerLeaderElectionLost), managerErrorAfterStop)
+	l.Error(fmt.Errorf("patching: %w", context.Canceled), "Reconciler error")
 	if buf.Len() != 0 {
 		t.Fatalf("logged at error level:\n%s", buf.String())
 	}
@@ -152,7 +192,7 @@ func TestStopAwareLoggerAtErrorLevel(t *testing.T) {
 
 func TestStopAwareLoggerDiscard(t *testing.T) {
 	t.Parallel()
-	l := stopAwareLogger(logr.Discard())
+	l := StopAwareLogger(logr.Discard(), nil)
 	l.Info(managerCachesStopping)
 	l.Error(errors.New(managerLeaderElectionLost), managerErrorAfterStop)
 }

@@ -13,12 +13,21 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/etcd-operator/etcd-operator/internal/failpoint"
 	operatorcmd "github.com/etcd-operator/etcd-operator/internal/operator"
 )
 
 // runInProcessEnv makes the test binary run the operator in its own process (runInProcess)
 // instead of the tests. TestMain checks it before anything else.
 const runInProcessEnv = "OPERATOR_TEST_RUN_IN_PROCESS"
+
+// holdAtEnv names a failpoint (internal/failpoint) at which runInProcess holds the pass that hits
+// it until the stop is requested, then lets it go on with its context cancelled: a stop in the
+// middle of a pass, every time.
+const holdAtEnv = "OPERATOR_TEST_HOLD_AT"
+
+// holdingMessage is what runInProcess logs when a pass reaches the held failpoint.
+const holdingMessage = "Holding a pass at a failpoint until the stop"
 
 const (
 	// managerStopFrame names the functions of controller-runtime's stop sequence; a goroutine
@@ -30,9 +39,9 @@ const (
 	managerStopPoll = 10 * time.Millisecond
 )
 
-// runInProcess is cmd/etcd-operator's main with one difference: after operator.Run returns it
-// waits until the goroutines of controller-runtime's stop sequence have ended before the process
-// exits. The binary exits at once, and whether a record those goroutines were about to write
+// runInProcess is cmd/etcd-operator's main (keep the two in step) with one difference (and, with holdAtEnv, a failpoint
+// armed): after operator.Run returns it waits until the goroutines of controller-runtime's stop
+// sequence have ended before the process exits. The binary exits at once, and whether a record those goroutines were about to write
 // makes it to the log is then a race between them and the exit; here every such record is
 // written, so a test of a clean stop sees what the stop logs, every time.
 func runInProcess() int {
@@ -46,9 +55,16 @@ func runInProcess() int {
 		return 2
 	}
 	logger := operatorcmd.NewLogger(opts.Log, os.Stderr)
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
 	ctx := logr.NewContext(ctrl.SetupSignalHandler(), logger)
+	global := operatorcmd.StopAwareLogger(logger, ctx.Done())
+	ctrl.SetLogger(global)
+	klog.SetLogger(global)
+	if step := os.Getenv(holdAtEnv); step != "" {
+		failpoint.SetAction(step, func(string) {
+			logger.Info(holdingMessage, "failpoint", step)
+			<-ctx.Done()
+		})
+	}
 	err = operatorcmd.Run(ctx, opts)
 	if werr := waitForManagerStop(); werr != nil {
 		logger.Error(werr, "Waiting for the manager's stop sequence")

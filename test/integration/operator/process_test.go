@@ -57,11 +57,12 @@ func startOperator(t *testing.T, namespace, description string, extraArgs ...str
 
 // startOperatorInProcess is startOperator with the operator run by this test binary
 // (runInProcess) instead of the built one: the same operator.Run, but the process waits for the
-// manager's stop sequence to end before it exits, so that everything the stop logs is logged.
-func startOperatorInProcess(t *testing.T, namespace, description string, extraArgs ...string) *operator {
+// manager's stop sequence to end before it exits, so that everything the stop logs is logged. env
+// is added to its environment (holdAtEnv).
+func startOperatorInProcess(t *testing.T, namespace, description string, env []string, extraArgs ...string) *operator {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = []string{runInProcessEnv + "=1"}
+	cmd.Env = append([]string{runInProcessEnv + "=1"}, env...)
 	return startReplica(t, cmd, namespace, description, extraArgs...)
 }
 
