@@ -28,12 +28,14 @@ func main() {
 	}
 
 	logger := operator.NewLogger(opts.Log, os.Stderr)
-	// client-go logs through klog (leader election among others); route it into the same JSON stream.
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
-
 	// The first SIGTERM or SIGINT cancels ctx and starts a graceful stop; a second one exits at once.
 	ctx := logr.NewContext(ctrl.SetupSignalHandler(), logger)
+	// client-go logs through klog (the event recorder among others); route it into the same JSON
+	// stream, where what the stop itself cancels is not an error (operator.StopAwareLogger).
+	global := operator.StopAwareLogger(logger, ctx.Done())
+	ctrl.SetLogger(global)
+	klog.SetLogger(global)
+
 	if err := operator.Run(ctx, opts); err != nil {
 		logger.Error(err, "etcd-operator failed")
 		os.Exit(1)

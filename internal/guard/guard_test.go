@@ -1,8 +1,10 @@
 package guard
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,27 +156,49 @@ func TestExitCodeIsEtcds(t *testing.T) {
 // (it hands leadership over before exiting), and the guard must end the way etcd did.
 func TestForwardsSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	var stderr bytes.Buffer
+	// The child says "trap-set" on its stdout, which is the guard's, once its trap is installed.
+	// The guard has subscribed to the signals before it started the child, so from then on a
+	// SIGTERM to the guard reaches a child that handles it.
 	cmd := guardProcess(t, CommandRun, "--"+FlagDataDir, dir, "--"+FlagMarker, filepath.Join(dir, "seen"),
-		"--", "/bin/sh", "-c", "trap 'echo got-term; exit 42' TERM; while :; do sleep 0.05; done")
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+		"--", "/bin/sh", "-c", "trap 'echo got-term; exit 42' TERM; echo trap-set; while :; do sleep 0.05; done")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	// A process group of its own, so that the timeout below kills the child too: an orphaned child
+	// would keep the stdout pipe open and the reads would never end.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The child's trap must be installed before the signal arrives.
-	time.Sleep(300 * time.Millisecond)
+	// Bounds the whole exchange: a child that never says "trap-set" or never exits is killed, which
+	// ends the reads below with what it printed so far.
+	killer := time.AfterFunc(forwardTimeout, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	defer killer.Stop()
+
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); line != "trap-set\n" {
+		_ = cmd.Wait()
+		t.Fatalf("the child did not report its trap within %s: read %q, %v\n%s", forwardTimeout, line, err, stderr.String())
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	rest, readErr := io.ReadAll(out)
+	err = cmd.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 42 {
-		t.Fatalf("err %v, want exit code 42 (the child's)\n%s", err, stderr.String())
+		t.Fatalf("err %v, want exit code 42 (the child's)\nstdout after trap-set: %q (%v)\n%s", err, rest, readErr, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "got-term") {
-		t.Fatalf("the child never saw SIGTERM:\n%s", stderr.String())
+	if !strings.Contains(string(rest), "got-term") {
+		t.Fatalf("the child never saw SIGTERM: stdout after trap-set %q (%v)\n%s", rest, readErr, stderr.String())
 	}
 }
+
+// forwardTimeout bounds TestForwardsSIGTERM; the exchange takes milliseconds.
+const forwardTimeout = 30 * time.Second
 
 func TestInstall(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "etcd-guard")

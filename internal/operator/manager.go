@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -66,7 +67,11 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	mgr, err := ctrl.NewManager(restConfig, managerOptions(opts, scheme, leaseNamespace))
+	// The manager, its controllers and client-go's leader election (which logs with the logger in
+	// the context the manager starts with) share one StopAwareLogger, so that a clean stop logs no
+	// error.
+	mgrLog := StopAwareLogger(log, ctx.Done())
+	mgr, err := ctrl.NewManager(restConfig, managerOptions(opts, scheme, leaseNamespace, mgrLog))
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
 	}
@@ -101,7 +106,7 @@ func Run(ctx context.Context, opts Options) error {
 		"healthProbeBindAddress", opts.HealthProbeBindAddress,
 		"metricsBindAddress", opts.MetricsBindAddress,
 	)
-	if err := mgr.Start(ctx); err != nil {
+	if err := mgr.Start(logr.NewContext(ctx, mgrLog)); err != nil {
 		return fmt.Errorf("running the controller manager: %w", err)
 	}
 	log.Info("Stopped etcd-operator")
@@ -121,13 +126,14 @@ func NewScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-// managerOptions maps Options onto the manager. It is separate from Run so that the mapping, which
-// carries the safety-relevant settings (Lease name, release on cancel, watched namespaces), is
-// checked by unit tests.
-func managerOptions(opts Options, scheme *runtime.Scheme, leaseNamespace string) ctrl.Options {
+// managerOptions maps Options onto the manager, which logs with log. It is separate from Run so that
+// the mapping, which carries the safety-relevant settings (Lease name, release on cancel, watched
+// namespaces), is checked by unit tests.
+func managerOptions(opts Options, scheme *runtime.Scheme, leaseNamespace string, log logr.Logger) ctrl.Options {
 	shutdownTimeout := opts.GracefulShutdownTimeout
 	return ctrl.Options{
 		Scheme: scheme,
+		Logger: log,
 		Cache:  cache.Options{DefaultNamespaces: namespaceConfigs(opts.WatchNamespaces)},
 		Controller: config.Controller{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,

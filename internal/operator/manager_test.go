@@ -3,6 +3,7 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http/httptest"
 	"strings"
@@ -39,10 +40,11 @@ func TestManagerOptions(t *testing.T) {
 			wantNamespaces: map[string]cache.Config{"team-a": {}, "team-b": {}},
 		},
 	}
+	log := StopAwareLogger(NewLogger(LogOptions{}, io.Discard), nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := managerOptions(tt.opts, scheme, "ops")
+			got := managerOptions(tt.opts, scheme, "ops", log)
 			if got.LeaderElectionID != "aa20b3a9.etcd-operator.cozystack.io" {
 				t.Errorf("LeaderElectionID = %q, want the Lease name of docs/api.md", got.LeaderElectionID)
 			}
@@ -62,6 +64,9 @@ func TestManagerOptions(t *testing.T) {
 			}
 			if got.GracefulShutdownTimeout == nil || *got.GracefulShutdownTimeout != DefaultGracefulShutdownTimeout {
 				t.Errorf("GracefulShutdownTimeout = %v, want %v", got.GracefulShutdownTimeout, DefaultGracefulShutdownTimeout)
+			}
+			if got.Logger != log {
+				t.Error("Logger is not the one passed in")
 			}
 			if got.Scheme != scheme {
 				t.Error("Scheme is not the one passed in")

@@ -6,9 +6,9 @@
 // object YAML into artifacts/<test>/.
 //
 // Files that talk to the cluster carry the build tag e2e, so `make test` compiles and runs only
-// the pure helpers here (configuration, label filtering, polling, naming). e2e tests run on the
-// host: they reach etcd members by Pod IP (package etcdconn) and never resolve cluster names
-// through the host's resolver.
+// the pure helpers here (configuration, label filtering, polling, naming, count ceilings). e2e
+// tests run on the host: they reach etcd members by Pod IP (package etcdconn) and never resolve
+// cluster names through the host's resolver.
 //
 // Usage, in a package with the e2e tag:
 //

@@ -161,6 +161,7 @@ func inPod() bool {
 func TestGraceFlagReachesTheMemberController(t *testing.T) {
 	ctx := t.Context()
 	namespace := createNamespace(ctx, t)
+	removeClustersAfterTest(t, namespace)
 	op := startOperator(t, namespace, "short pending grace", "--pending-grace=2s")
 	op.waitForControllers(ctx, t, controllerNames...)
 

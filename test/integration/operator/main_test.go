@@ -75,6 +75,9 @@ func operatorBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(runInProcessEnv) == "1" {
+		os.Exit(runInProcess())
+	}
 	os.Exit(runTests(m))
 }
 

@@ -52,6 +52,24 @@ type operator struct {
 // the test failed.
 func startOperator(t *testing.T, namespace, description string, extraArgs ...string) *operator {
 	t.Helper()
+	return startReplica(t, exec.Command(operatorBinary(t)), namespace, description, extraArgs...)
+}
+
+// startOperatorInProcess is startOperator with the operator run by this test binary
+// (runInProcess) instead of the built one: the same operator.Run, but the process waits for the
+// manager's stop sequence to end before it exits, so that everything the stop logs is logged. env
+// is added to its environment (holdAtEnv).
+func startOperatorInProcess(t *testing.T, namespace, description string, env []string, extraArgs ...string) *operator {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append([]string{runInProcessEnv + "=1"}, env...)
+	return startReplica(t, cmd, namespace, description, extraArgs...)
+}
+
+// startReplica runs cmd, with cmd.Env added to this process's environment, as described for
+// startOperator.
+func startReplica(t *testing.T, cmd *exec.Cmd, namespace, description string, extraArgs ...string) *operator {
+	t.Helper()
 	probeAddr, metricsAddr := freeAddress(t), freeAddress(t)
 	o := &operator{
 		logs:        &syncBuffer{},
@@ -60,7 +78,8 @@ func startOperator(t *testing.T, namespace, description string, extraArgs ...str
 		done:        make(chan struct{}),
 		description: description,
 	}
-	o.cmd = exec.Command(operatorBinary(t), append([]string{
+	o.cmd = cmd
+	o.cmd.Args = append(o.cmd.Args, append([]string{
 		"--kubeconfig=" + operatorKubeconfig,
 		"--leader-elect=true",
 		"--leader-election-namespace=" + namespace,
@@ -69,7 +88,7 @@ func startOperator(t *testing.T, namespace, description string, extraArgs ...str
 		"--graceful-shutdown-timeout=" + shutdownTimeout.String(),
 		"--log-level=debug",
 	}, extraArgs...)...)
-	o.cmd.Env = withoutOperatorEnv(os.Environ())
+	o.cmd.Env = append(withoutOperatorEnv(os.Environ()), cmd.Env...)
 	o.cmd.Stdout, o.cmd.Stderr = o.logs, o.logs
 	if err := o.cmd.Start(); err != nil {
 		t.Fatalf("starting the %s operator: %v", description, err)
@@ -245,6 +264,17 @@ func (o *operator) waitForControllers(ctx context.Context, t *testing.T, names .
 			if !strings.Contains(logs, `"msg":"Starting workers","controller":"`+name+`"`) {
 				return fmt.Errorf("controller %s has not started its workers", name)
 			}
+		}
+		return nil
+	})
+}
+
+// waitForLog waits until the operator's output contains text.
+func (o *operator) waitForLog(ctx context.Context, t *testing.T, text string) {
+	t.Helper()
+	o.poll(ctx, t, "a log record with "+text, func(context.Context) error {
+		if !strings.Contains(o.logs.String(), text) {
+			return errors.New("not logged yet")
 		}
 		return nil
 	})
