@@ -29,8 +29,8 @@ func gated(s *Scope, a Action, q quorum.Action) Action {
 }
 
 // onlyStartingVoters names the voters that are not healthy, and reports whether every one of
-// them started less than StartingVoterGrace ago and is not failing: a learner just promoted, or
-// a member just woken, on its way to Ready. A refusal caused only by them is waiting.
+// them started less than StartingVoterGrace ago, has not counted as healthy since, and is not
+// failing: a learner just promoted, or a member just woken, on its way to Ready. A refusal caused only by them is waiting.
 func onlyStartingVoters(s *Scope) ([]string, bool) {
 	var out []string
 	for _, e := range s.Voters() {
@@ -43,6 +43,10 @@ func onlyStartingVoters(s *Scope) ([]string, bool) {
 		}
 		started := startedAt(s, m, e)
 		if started.IsZero() || s.Now.Sub(started) >= StartingVoterGrace {
+			return nil, false
+		}
+		if h, ok := s.Etcd.HealthySeen[e.ID]; ok && !h.Before(started) {
+			// It served since it last started: it is down, not on its way up.
 			return nil, false
 		}
 		out = append(out, m.Name)

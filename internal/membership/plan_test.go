@@ -343,6 +343,11 @@ func TestGateRefusalByStartingVoterIsWaiting(t *testing.T) {
 		})}
 		return s
 	}
+	restarted := scope(3*time.Second, true)
+	restarted.Etcd.HealthySeen = map[uint64]time.Time{2: restarted.Now.Add(-time.Minute)}
+	if got := Next(restarted); got.Kind != KindWait || !strings.Contains(got.Message, "once b is Ready") {
+		t.Errorf("voter b healthy a minute ago, restarted 3 s ago: Next = %+v, want a quiet wait naming b", got)
+	}
 	got := Next(scope(3*time.Second, true))
 	if got.Kind != KindWait || got.Reason != ReasonScalingUp || !strings.Contains(got.Message, "once b is Ready") {
 		t.Errorf("voter b started 3 s ago: Next = %+v, want a quiet wait naming b", got)
@@ -357,11 +362,20 @@ func TestGateRefusalByStartingVoterIsWaiting(t *testing.T) {
 	}
 	longAgo := scope(0, false)
 	longAgo.Etcd.StartedSeen = map[uint64]time.Time{2: longAgo.Now.Add(-2 * time.Minute)}
+	// A voter that served since it started and is down now is a fault, however recent its
+	// start (an integration run saw a quiet wait for a stopped voter listed 40 s before).
+	served := scope(0, false)
+	served.Etcd.StartedSeen = map[uint64]time.Time{2: served.Now.Add(-40 * time.Second)}
+	served.Etcd.HealthySeen = map[uint64]time.Time{2: served.Now.Add(-10 * time.Second)}
+	servedPod := scope(30*time.Second, true)
+	servedPod.Etcd.HealthySeen = map[uint64]time.Time{2: servedPod.Now.Add(-5 * time.Second)}
 	for name, s := range map[string]Scope{
-		"started 2 min ago":                scope(2*time.Minute, true),
-		"Pod not running":                  scope(3*time.Second, false),
-		"start time unknown":               scope(0, true),
-		"listed started 2 min ago, no Pod": longAgo,
+		"started 2 min ago":                 scope(2*time.Minute, true),
+		"Pod not running":                   scope(3*time.Second, false),
+		"start time unknown":                scope(0, true),
+		"listed started 2 min ago, no Pod":  longAgo,
+		"listed 40 s ago, healthy since":    served,
+		"container 30 s ago, healthy since": servedPod,
 	} {
 		if got := Next(s); got.Kind != KindBlocked || got.Reason != ReasonWaitingForHealthyMembers {
 			t.Errorf("%s: Next = %+v, want Blocked/WaitingForHealthyMembers", name, got)

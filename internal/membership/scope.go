@@ -175,6 +175,9 @@ type Etcd struct {
 	// StartedSeen is when the operator first saw each member started; the zero time means it
 	// was started before the operator first looked. Unstarted members have no entry.
 	StartedSeen map[uint64]time.Time
+	// HealthySeen is when the operator last saw each voter count as healthy, in an earlier
+	// pass; no entry when it never did.
+	HealthySeen map[uint64]time.Time
 }
 
 // Scope is everything one pass observed about one cluster.

@@ -252,7 +252,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return step.Finish(step.Continue, err)
 	}
 	start = time.Now()
-	x := r.executor(obs, planPass(obs))
+	plan := planPass(obs)
+	r.memory.sawHealthy(req.NamespacedName, &plan.After)
+	x := r.executor(obs, plan)
 	metrics.StepDuration(ControllerName, "plan", time.Since(start))
 	res, err := step.Run(ctx, func(name string, took time.Duration) { metrics.StepDuration(ControllerName, name, took) },
 		step.Named{Name: "services", Run: x.ensureServices},

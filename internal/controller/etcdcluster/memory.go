@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
 // warning names a kind of Warning Event sent once per distinct value (a refusal's message, a
@@ -22,7 +23,8 @@ const (
 
 // memory is what this operator process remembers of each cluster between passes: when each etcd
 // member ID was first seen, and first seen started (the orphan grace and etcd's strict
-// reconfiguration check are timed from them; etcd keeps no such record), the last Warning of each
+// reconfiguration check are timed from them; etcd keeps no such record), when each voter last
+// counted as healthy (a voter that served since its start and is down now is not starting), the last Warning of each
 // kind, and whether this process restarted a member of a roll that has not converged. A restart
 // or a new leader starts from nothing: the timers restart (which only delays an orphan's
 // removal), a Warning may be sent once more, and a roll in progress is reported as a scale-up
@@ -36,6 +38,8 @@ type clusterMemory struct {
 	firstSeen map[uint64]time.Time
 	// startedSeen is nil until the process first looked at the cluster's member list.
 	startedSeen map[uint64]time.Time
+	// healthySeen is when each voter last counted as healthy.
+	healthySeen map[uint64]time.Time
 	warned      map[warning]string
 	rolling     bool
 }
@@ -80,6 +84,37 @@ func (m *memory) seen(key types.NamespacedName, list []etcdclient.Member, now ti
 	}
 	c.firstSeen, c.startedSeen = first, started
 	return maps.Clone(first), maps.Clone(started)
+}
+
+// healthy returns copies of when each voter of list was last seen counting as healthy, from the
+// earlier passes; members that left are forgotten.
+func (m *memory) healthy(key types.NamespacedName, list []etcdclient.Member) map[uint64]time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(key)
+	out := make(map[uint64]time.Time, len(list))
+	for _, e := range list {
+		if t, ok := c.healthySeen[e.ID]; ok {
+			out[e.ID] = t
+		}
+	}
+	c.healthySeen = maps.Clone(out)
+	return out
+}
+
+// sawHealthy records that the voters of s that count as healthy did so at s.Now.
+func (m *memory) sawHealthy(key types.NamespacedName, s *membership.Scope) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(key)
+	if c.healthySeen == nil {
+		c.healthySeen = map[uint64]time.Time{}
+	}
+	for _, e := range s.Voters() {
+		if s.HealthyVoter(e) {
+			c.healthySeen[e.ID] = s.Now
+		}
+	}
 }
 
 // warnOnce reports whether a Warning of kind with value is new, and remembers it.

@@ -72,6 +72,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, o *observation) {
 		o.etcd.Alarms = alarms
 	}
 	o.etcd.FirstSeen, o.etcd.StartedSeen = r.memory.seen(o.key(), list, o.now)
+	o.etcd.HealthySeen = r.memory.healthy(o.key(), list)
 	// Slow observations make every step slow; debug logs say which call it was.
 	log.V(1).Info("Observed etcd", "memberList", listTook, "status", statusTook, "total", time.Since(start), "answered", len(o.etcd.Statuses))
 }
