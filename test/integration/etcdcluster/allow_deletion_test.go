@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -60,8 +61,8 @@ func TestAllowDeletionWaitsForQuorum(t *testing.T) {
 		}
 		return nil
 	})
-	if n := countCalls(w.fake(name), "MemberRemove("); n != 0 {
-		t.Fatalf("%d MemberRemove calls while removing would break quorum: %v", n, w.fake(name).mutations())
+	if n := countCalls(w.fake(name), etcdfake.MemberRemove, ""); n != 0 {
+		t.Fatalf("%d MemberRemove calls while removing would break quorum: %v", n, w.fake(name).Mutations())
 	}
 
 	w.setUnready(down, false)

@@ -15,6 +15,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/failpoint"
 )
 
@@ -97,7 +98,7 @@ func (d *crashDriver) until(what string, check func() error) {
 		if perr := d.pass(); perr != nil && !strings.Contains(perr.Error(), "conflict") {
 			d.t.Logf("pass: %v", perr)
 		}
-		if n := d.w.fake(d.req.Name).maxLearn; n > 1 {
+		if n := d.w.fake(d.req.Name).MostLearners(); n > 1 {
 			d.t.Fatalf("etcd listed %d learners at once", n)
 		}
 		if d.maxCrashes > 0 && d.lives-1 > d.maxCrashes {
@@ -139,7 +140,9 @@ func TestCrashConsistency(t *testing.T) {
 			}
 			if step == failpoint.OrphanRemoved {
 				// A learner nobody explains, as left by an add whose member was then deleted.
-				w.fake(name).addOrphan("http://stray." + name + "." + w.ns + ".svc:2380")
+				if _, err := w.fake(name).PlantLearner("http://stray." + name + "." + w.ns + ".svc:2380"); err != nil {
+					t.Fatal(err)
+				}
 				d.until("orphan learner removed", w.converged(name, 3))
 				if !d.reached[step] {
 					t.Errorf("failpoint %s was never reached", step)
@@ -160,7 +163,7 @@ func TestCrashConsistency(t *testing.T) {
 			if d.lives < 2 {
 				t.Errorf("the reconciler never crashed")
 			}
-			checkNoDuplicateAdds(t, w.fake(name).mutations())
+			checkNoDuplicateAdds(t, w.fake(name).Mutations())
 		})
 	}
 }
@@ -179,7 +182,13 @@ func leadAndGoFirst(t *testing.T, w *world, name string) {
 			newest = m
 		}
 	}
-	w.fake(name).lead(newest.Status.MemberID)
+	id, err := etcdclient.ParseID(newest.Status.MemberID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.fake(name).Elect(id); err != nil {
+		t.Fatal(err)
+	}
 	before := newest.DeepCopy()
 	newest.Annotations = map[string]string{etcdv1alpha2.AnnotationRemoveFirst: "test"}
 	if err := k8s.Patch(t.Context(), &newest, client.MergeFrom(before)); err != nil {
@@ -202,17 +211,17 @@ func (w *world) paused(name string) func() error {
 }
 
 // checkNoDuplicateAdds fails when a peer URL was added twice while it was a member.
-func checkNoDuplicateAdds(t *testing.T, calls []string) {
+func checkNoDuplicateAdds(t *testing.T, calls []etcdfake.Call) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, c := range calls {
-		if !strings.HasPrefix(c, "MemberAddAsLearner(") {
+		if c.Method != etcdfake.MemberAddAsLearner {
 			continue
 		}
-		if seen[c] {
+		if seen[c.Arg] {
 			t.Errorf("duplicate add: %s (calls %v)", c, calls)
 		}
-		seen[c] = true
+		seen[c.Arg] = true
 	}
 }
 
@@ -262,7 +271,7 @@ func TestCrashAfterSpecChange(t *testing.T) {
 			d := newCrashDriver(t, w, name)
 			d.until(fmt.Sprintf("bootstrap of %d", tc.from), w.converged(name, int(tc.from)))
 			before := memberNames(t, w, name)
-			done := len(w.fake(name).mutations())
+			done := len(w.fake(name).Mutations())
 
 			d.armEvery(tc.step, recurringCrashes)
 			t.Cleanup(failpoint.Disarm)
@@ -279,10 +288,10 @@ func TestCrashAfterSpecChange(t *testing.T) {
 					t.Errorf("member churn: %s is among the %d members %v but not among the %d members %v", m, len(small), small, len(large), large)
 				}
 			}
-			adds, removes := distinctMembershipCalls(w.fake(name).mutations()[done:])
+			adds, removes := distinctMembershipCalls(w.fake(name).Mutations()[done:])
 			wantAdds, wantRemoves := max(int(tc.to-tc.from), 0), max(int(tc.from-tc.to), 0)
 			if len(adds) != wantAdds || len(removes) != wantRemoves {
-				t.Errorf("etcd saw %d adds and %d removes, want %d and %d: %v", len(adds), len(removes), wantAdds, wantRemoves, w.fake(name).mutations()[done:])
+				t.Errorf("etcd saw %d adds and %d removes, want %d and %d: %v", len(adds), len(removes), wantAdds, wantRemoves, w.fake(name).Mutations()[done:])
 			}
 			if !d.reached[tc.step] {
 				t.Errorf("failpoint %s was never reached", tc.step)
@@ -323,20 +332,18 @@ func TestCrashDuringReplacement(t *testing.T) {
 			d := newCrashDriver(t, w, name)
 			d.until("bootstrap of 3", w.converged(name, 3))
 			f := w.fake(name)
-			f.mu.Lock()
-			corrupt := f.leader
-			f.mu.Unlock()
+			corrupt := f.Leader()
 			var victim string
-			for _, m := range f.snapshot() {
+			for _, m := range f.Members() {
 				if m.ID == corrupt {
 					victim = m.Name
 				}
 			}
-			done := len(f.mutations())
+			done := len(f.Mutations())
 
 			d.armEvery(step, recurringCrashes)
 			t.Cleanup(failpoint.Disarm)
-			f.raiseAlarm(etcdclient.Alarm{MemberID: corrupt, Type: etcdclient.AlarmCorrupt})
+			f.RaiseAlarm(etcdclient.Alarm{MemberID: corrupt, Type: etcdclient.AlarmCorrupt})
 			d.until("corrupt leader replaced", func() error {
 				if err := w.converged(name, 3)(); err != nil {
 					return err
@@ -344,14 +351,14 @@ func TestCrashDuringReplacement(t *testing.T) {
 				if memberNames(t, w, name)[victim] {
 					return fmt.Errorf("%s is still an EtcdMember: %w", victim, errNotYet)
 				}
-				if a := f.activeAlarms(); len(a) > 0 {
+				if a := f.Alarms(); len(a) > 0 {
 					return fmt.Errorf("alarms %v: %w", a, errNotYet)
 				}
 				return nil
 			})
-			adds, removes := distinctMembershipCalls(f.mutations()[done:])
-			if len(adds) != 1 || len(removes) != 1 || !removes["MemberRemove("+etcdclient.FormatID(corrupt)+")"] {
-				t.Errorf("etcd saw adds %v and removes %v, want one add and the removal of %s: %v", adds, removes, etcdclient.FormatID(corrupt), f.mutations()[done:])
+			adds, removes := distinctMembershipCalls(f.Mutations()[done:])
+			if len(adds) != 1 || len(removes) != 1 || !removes[etcdclient.FormatID(corrupt)] {
+				t.Errorf("etcd saw adds %v and removes %v, want one add and the removal of %s: %v", adds, removes, etcdclient.FormatID(corrupt), f.Mutations()[done:])
 			}
 			if !d.reached[step] {
 				t.Errorf("failpoint %s was never reached", step)
@@ -360,16 +367,16 @@ func TestCrashDuringReplacement(t *testing.T) {
 	}
 }
 
-// distinctMembershipCalls are the distinct adds and removes among calls: a retry of a call etcd
-// refused is the same change.
-func distinctMembershipCalls(calls []string) (adds, removes map[string]bool) {
+// distinctMembershipCalls are the distinct adds (by peer URLs) and removes (by member ID) among
+// calls: a retry of a call etcd refused is the same change.
+func distinctMembershipCalls(calls []etcdfake.Call) (adds, removes map[string]bool) {
 	adds, removes = map[string]bool{}, map[string]bool{}
 	for _, c := range calls {
-		switch {
-		case strings.HasPrefix(c, "MemberAddAsLearner("):
-			adds[c] = true
-		case strings.HasPrefix(c, "MemberRemove("):
-			removes[c] = true
+		switch c.Method {
+		case etcdfake.MemberAddAsLearner:
+			adds[c.Arg] = true
+		case etcdfake.MemberRemove:
+			removes[c.Arg] = true
 		}
 	}
 	return adds, removes

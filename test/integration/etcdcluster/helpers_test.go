@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -46,7 +47,7 @@ type world struct {
 	pool *etcdclient.Pool
 
 	mu      sync.Mutex
-	fakes   map[string]*fakeEtcd
+	fakes   map[string]*etcdfake.Cluster
 	unready map[string]bool // member Pods the kubelet reports not Ready
 	// kubeletOnly leaves Pods, PVCs and member status to the real EtcdMember controller: the
 	// fake then only runs the Pods it creates and their etcd processes.
@@ -65,7 +66,7 @@ func (w *world) etcdMembers(name string) []etcdclient.Member {
 	if w.real != nil {
 		return w.real.snapshot()
 	}
-	return w.fake(name).snapshot()
+	return w.fake(name).Members()
 }
 
 // newWorld creates a namespace and starts the fake kubelet in it.
@@ -75,7 +76,7 @@ func newWorld(t *testing.T) *world {
 	if err := k8s.Create(t.Context(), ns); err != nil {
 		t.Fatalf("creating a namespace: %v", err)
 	}
-	w := &world{t: t, ns: ns.Name, pool: etcdclient.NewPool(etcdclient.WithDialer(net0.dial)), fakes: map[string]*fakeEtcd{}}
+	w := &world{t: t, ns: ns.Name, pool: etcdclient.NewPool(etcdclient.WithDialer(net0.dial)), fakes: map[string]*etcdfake.Cluster{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -94,13 +95,14 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// fake returns the etcd fake of cluster name.
-func (w *world) fake(name string) *fakeEtcd {
+// fake returns the etcd fake of cluster name: a cluster with no member until its seed's
+// process forms it.
+func (w *world) fake(name string) *etcdfake.Cluster {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	f := w.fakes[name]
 	if f == nil {
-		f = &fakeEtcd{}
+		f = etcdfake.NewCluster(0)
 		w.fakes[name] = f
 	}
 	return f

@@ -77,7 +77,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	mutations := len(w.fake("idle").mutations())
+	mutations := len(w.fake("idle").Mutations())
 	dials := w.pool.Dials()
 	for i := range 5 {
 		res, err := r.Reconcile(t.Context(), req)
@@ -91,7 +91,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	if n := writes.Load(); n != 0 {
 		t.Errorf("5 idle passes made %d API writes", n)
 	}
-	if got := w.fake("idle").mutations(); len(got) != mutations {
+	if got := w.fake("idle").Mutations(); len(got) != mutations {
 		t.Errorf("idle passes made etcd mutations: %v", got[mutations:])
 	}
 	if d := w.pool.Dials(); d != dials {
@@ -122,13 +122,13 @@ func TestClusterDeletion(t *testing.T) {
 		}
 		return nil
 	})
-	before := len(w.fake("del").mutations())
+	before := len(w.fake("del").Mutations())
 	var list etcdv1alpha2.EtcdMemberList
 	if err := k8s.List(t.Context(), &list, client.InNamespace(w.ns)); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(w.fake("del").mutations()); got != before {
-		t.Errorf("etcd mutations after the cluster was deleted: %v", w.fake("del").mutations()[before:])
+	if got := len(w.fake("del").Mutations()); got != before {
+		t.Errorf("etcd mutations after the cluster was deleted: %v", w.fake("del").Mutations()[before:])
 	}
 }
 

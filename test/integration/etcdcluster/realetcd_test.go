@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +90,7 @@ func (r *realEtcd) ipFor(host string) string {
 	defer r.mu.Unlock()
 	ip, ok := r.hosts[host]
 	if !ok {
-		ip = r.base + itoa(len(r.hosts)+1)
+		ip = r.base + strconv.Itoa(len(r.hosts)+1)
 		r.hosts[host] = ip
 	}
 	return ip

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 )
 
 // TestMemoryMemberLostIsReplaced runs both controllers on a 3-member Memory cluster and deletes
@@ -59,7 +60,7 @@ func TestMemoryMemberLostIsReplaced(t *testing.T) {
 		if slices.ContainsFunc(ms, func(m etcdv1alpha2.EtcdMember) bool { return m.Name == lost.Name }) {
 			return fmt.Errorf("%s is still a member: %w", lost.Name, errNotYet)
 		}
-		for _, e := range w.fake("mem").snapshot() {
+		for _, e := range w.fake("mem").Members() {
 			if e.Name == lost.Name || strings.Contains(strings.Join(e.PeerURLs, ","), lost.Name+".") {
 				return fmt.Errorf("etcd still lists %s: %w", lost.Name, errNotYet)
 			}
@@ -69,13 +70,7 @@ func TestMemoryMemberLostIsReplaced(t *testing.T) {
 	if got := w.cluster("mem").Status.ClusterID; got != clusterID {
 		t.Errorf("cluster ID %s after the replacement, was %s", got, clusterID)
 	}
-	removes := 0
-	for _, call := range w.fake("mem").mutations() {
-		if strings.HasPrefix(call, "MemberRemove(") {
-			removes++
-		}
-	}
-	if removes != 1 {
-		t.Errorf("%d MemberRemove calls, want exactly one (the lost member): %v", removes, w.fake("mem").mutations())
+	if removes := w.fake("mem").Count(etcdfake.MemberRemove); removes != 1 {
+		t.Errorf("%d MemberRemove calls, want exactly one (the lost member): %v", removes, w.fake("mem").Mutations())
 	}
 }

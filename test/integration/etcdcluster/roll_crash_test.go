@@ -3,7 +3,6 @@ package etcdcluster_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/failpoint"
 )
 
@@ -47,7 +47,7 @@ func TestCrashDuringRoll(t *testing.T) {
 			w.newCluster(cluster, 3)
 			d := newCrashDriver(t, w, cluster)
 			d.until("bootstrap of 3", w.converged(cluster, 3))
-			done := len(w.fake(cluster).mutations())
+			done := len(w.fake(cluster).Mutations())
 			t.Cleanup(failpoint.Disarm)
 			if v.every {
 				d.armEvery(v.step, 3)
@@ -73,8 +73,8 @@ func TestCrashDuringRoll(t *testing.T) {
 					t.Errorf("member %s ran %d Pods during the roll, want 2 (one restart)", m, len(uids))
 				}
 			}
-			for _, c := range w.fake(cluster).mutations()[done:] {
-				if strings.HasPrefix(c, "MemberAddAsLearner(") || strings.HasPrefix(c, "MemberRemove(") || strings.HasPrefix(c, "MemberPromote(") {
+			for _, c := range w.fake(cluster).Mutations()[done:] {
+				if c.Method == etcdfake.MemberAddAsLearner || c.Method == etcdfake.MemberRemove || c.Method == etcdfake.MemberPromote {
 					t.Errorf("the roll changed etcd's membership: %s", c)
 				}
 			}
@@ -171,7 +171,7 @@ func TestCrashDuringMemorySurge(t *testing.T) {
 			if !d.reached[step] {
 				t.Errorf("failpoint %s was never reached", step)
 			}
-			checkNoDuplicateAdds(t, w.fake(cluster).mutations())
+			checkNoDuplicateAdds(t, w.fake(cluster).Mutations())
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -77,17 +78,11 @@ func TestScaleThreeFiveThree(t *testing.T) {
 			t.Errorf("member %s appeared during a scale-down", m.Name)
 		}
 	}
-	if w.fake("s").maxLearn > 1 {
-		t.Errorf("etcd listed %d learners at once", w.fake("s").maxLearn)
+	if n := w.fake("s").MostLearners(); n > 1 {
+		t.Errorf("etcd listed %d learners at once", n)
 	}
-	removes := 0
-	for _, c := range w.fake("s").mutations() {
-		if strings.HasPrefix(c, "MemberRemove") {
-			removes++
-		}
-	}
-	if removes != 2 {
-		t.Errorf("MemberRemove calls = %d, want 2: %v", removes, w.fake("s").mutations())
+	if removes := w.fake("s").Count(etcdfake.MemberRemove); removes != 2 {
+		t.Errorf("MemberRemove calls = %d, want 2: %v", removes, w.fake("s").Mutations())
 	}
 }
 
@@ -245,8 +240,8 @@ func TestQuorumGateRefusal(t *testing.T) {
 		}
 		return nil
 	})
-	for _, c := range w.fake("q").mutations() {
-		if strings.HasPrefix(c, "MemberRemove") {
+	for _, c := range w.fake("q").Mutations() {
+		if c.Method == etcdfake.MemberRemove {
 			t.Errorf("etcd saw %s although the gate refused", c)
 		}
 	}

@@ -28,10 +28,11 @@ func TestVersionSkipRefused(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.fakeRunning("skip", "3.5.35")
+	w.fakeIndex("skip", 10) // where the members stand when they first run 3.6, below
 	w.newClusterAt("skip", "3.6.16")
 	eventually(t, convergeTimeout, "1 member", w.converged("skip", 1))
 	before := w.cluster("skip")
-	mutations := len(w.fake("skip").mutations())
+	mutations := len(w.fake("skip").Mutations())
 
 	w.setVersion("skip", "3.7.3")
 	eventually(t, convergeTimeout, "skip refused", w.versionRefused("skip",
@@ -53,7 +54,7 @@ func TestVersionSkipRefused(t *testing.T) {
 			t.Errorf("member %s template version %s, want 3.6.16", m.Name, m.Spec.Version)
 		}
 	}
-	if got := w.fake("skip").mutations(); len(got) != mutations {
+	if got := w.fake("skip").Mutations(); len(got) != mutations {
 		t.Errorf("etcd mutations after the refusal: %v", got[mutations:])
 	}
 	eventually(t, convergeTimeout, "one Warning", w.eventsOnce("skip", "VersionChangeRejected"))
@@ -133,20 +134,10 @@ func TestVersionDowngradeRefusedThenFixedSpecAdopted(t *testing.T) {
 }
 
 // fakeRunning makes cluster name's fake etcd members report version v.
-func (w *world) fakeRunning(name, v string) {
-	f := w.fake(name)
-	f.mu.Lock()
-	f.version = v
-	f.mu.Unlock()
-}
+func (w *world) fakeRunning(name, v string) { w.fake(name).SetVersion(v) }
 
 // fakeIndex makes cluster name's fake etcd members report raft index i, committed and applied.
-func (w *world) fakeIndex(name string, i uint64) {
-	f := w.fake(name)
-	f.mu.Lock()
-	f.index = i
-	f.mu.Unlock()
-}
+func (w *world) fakeIndex(name string, i uint64) { w.fake(name).SetRaftIndex(i) }
 
 // newClusterAt creates a one-member EtcdCluster at spec.version v.
 func (w *world) newClusterAt(name, v string) {
