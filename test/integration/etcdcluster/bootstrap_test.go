@@ -16,6 +16,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 func TestBootstrapOneMember(t *testing.T) {
@@ -23,7 +24,7 @@ func TestBootstrapOneMember(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newCluster("one", 1)
-	eventually(t, convergeTimeout, "one member converged", w.converged("one", 1))
+	wait.Eventually(t, convergeTimeout, "one member converged", w.converged("one", 1))
 
 	c := w.cluster("one")
 	ms, err := w.members(t.Context(), "one")
@@ -61,7 +62,7 @@ func TestBootstrapOneMember(t *testing.T) {
 	if got := w.fake("one").Mutations(); len(got) != 0 {
 		t.Errorf("a one-member bootstrap made etcd mutations: %v", got)
 	}
-	eventually(t, convergeTimeout, "bootstrap Events", w.eventsOnce("one", "SeedCreated", "ClusterBootstrapped"))
+	wait.Eventually(t, convergeTimeout, "bootstrap Events", w.eventsOnce("one", "SeedCreated", "ClusterBootstrapped"))
 
 	// additionalMetadata reaches the Services and the member in place.
 	before := c.DeepCopy()
@@ -69,8 +70,8 @@ func TestBootstrapOneMember(t *testing.T) {
 	if err := k8s.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "additionalMetadata applied in place", w.labelledInPlace("one", "team", "db"))
-	eventually(t, convergeTimeout, "converged on the new generation", w.converged("one", 1))
+	wait.Eventually(t, convergeTimeout, "additionalMetadata applied in place", w.labelledInPlace("one", "team", "db"))
+	wait.Eventually(t, convergeTimeout, "converged on the new generation", w.converged("one", 1))
 }
 
 // TestBootstrapThreeMembers checks the whole bootstrap of 3 and, while it runs, what status and
@@ -83,7 +84,7 @@ func TestBootstrapThreeMembers(t *testing.T) {
 	w.newCluster("three", 3)
 
 	obs := &bootstrapObserver{t: t, w: w, name: "three"}
-	eventually(t, convergeTimeout, "three members converged", obs.check)
+	wait.Eventually(t, convergeTimeout, "three members converged", obs.check)
 	if !obs.sawBelowTarget || !obs.sawPDB {
 		t.Logf("observed BelowTargetQuorum=%v, PDB during bootstrap=%v (timing-dependent)", obs.sawBelowTarget, obs.sawPDB)
 	}

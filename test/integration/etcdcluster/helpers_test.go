@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +28,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
 )
 
 // Test timings. Waits poll; nothing sleeps for a fixed time to let something happen.
@@ -72,11 +72,8 @@ func (w *world) etcdMembers(name string) []etcdclient.Member {
 // newWorld creates a namespace and starts the fake kubelet in it.
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "etcdcluster-"}}
-	if err := k8s.Create(t.Context(), ns); err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	w := &world{t: t, ns: ns.Name, pool: etcdclient.NewPool(etcdclient.WithDialer(net0.dial)), fakes: map[string]*etcdfake.Cluster{}}
+	ns := apiserver.NewNamespace(t, k8s, "etcdcluster-")
+	w := &world{t: t, ns: ns, pool: etcdclient.NewPool(etcdclient.WithDialer(net0.dial)), fakes: map[string]*etcdfake.Cluster{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -182,20 +179,6 @@ func (w *world) members(ctx context.Context, cluster string) ([]etcdv1alpha2.Etc
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-// eventually polls f until it returns nil or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(pollInterval)
-	}
-	t.Fatalf("%s: not true after %s: %v", what, timeout, err)
 }
 
 // converged checks the end state of a cluster of n members: n voters in etcd, each an

@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // countingClient wraps the real API client and counts writes.
@@ -59,7 +60,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newCluster("idle", 3)
-	eventually(t, convergeTimeout, "3 members", w.converged("idle", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("idle", 3))
 
 	var writes atomic.Int64
 	c := countingClient(t, &writes)
@@ -67,7 +68,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: w.ns, Name: "idle"}}
 	// The first pass of a new reconciler may still see the running controller's last step land;
 	// from then on, passes over an unchanged world must write nothing.
-	eventually(t, convergeTimeout, "a quiet pass", func() error {
+	wait.Eventually(t, convergeTimeout, "a quiet pass", func() error {
 		writes.Store(0)
 		if _, err := r.Reconcile(context.Background(), req); err != nil {
 			return err
@@ -106,7 +107,7 @@ func TestClusterDeletion(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	c := w.newCluster("del", 1)
-	eventually(t, convergeTimeout, "1 member", w.converged("del", 1))
+	wait.Eventually(t, convergeTimeout, "1 member", w.converged("del", 1))
 	ms, _ := w.members(t.Context(), "del")
 	for _, m := range ms {
 		if ref := ownerUID(m.OwnerReferences); ref != string(c.UID) {
@@ -116,7 +117,7 @@ func TestClusterDeletion(t *testing.T) {
 	if err := k8s.Delete(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "etcd client closed", func() error {
+	wait.Eventually(t, convergeTimeout, "etcd client closed", func() error {
 		if n := w.pool.Len(); n != 0 {
 			return fmt.Errorf("%d pooled clients", n)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/failpoint"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // readoptSteps are the failpoints of re-adoption; TestCrashConsistency runs crashReadopt for them.
@@ -92,7 +93,7 @@ func forceDelete(t *testing.T, w *world, names ...string) {
 		}
 	}
 	// Gone, or already back under a new UID.
-	eventually(t, convergeTimeout, "force-deleted members gone", func() error {
+	wait.Eventually(t, convergeTimeout, "force-deleted members gone", func() error {
 		for _, n := range names {
 			m := &etcdv1alpha2.EtcdMember{}
 			if err := k8s.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: n}, m); err == nil && m.DeletionTimestamp != nil {

@@ -8,6 +8,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // replaceViaEtcd converges a 3-member PVC cluster under both controllers, lets fault damage the
@@ -19,7 +20,7 @@ func replaceViaEtcd(t *testing.T, name string, fault func(f *etcdfake.Cluster, i
 	w.kubeletOnly = true
 	w.startController()
 	w.newCluster(name, 3)
-	eventually(t, convergeTimeout, "3 members", w.converged(name, 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged(name, 3))
 	clusterID := w.cluster(name).Status.ClusterID
 	before, err := w.members(t.Context(), name)
 	if err != nil || len(before) != 3 {
@@ -33,7 +34,7 @@ func replaceViaEtcd(t *testing.T, name string, fault func(f *etcdfake.Cluster, i
 	f := w.fake(name)
 	fault(f, id)
 
-	eventually(t, convergeTimeout, victim.Name+" replaced: 3 members, none of them "+victim.Name, func() error {
+	wait.Eventually(t, convergeTimeout, victim.Name+" replaced: 3 members, none of them "+victim.Name, func() error {
 		if err := w.converged(name, 3)(); err != nil {
 			return err
 		}
@@ -92,7 +93,7 @@ func TestCorruptAlarmMemberIsReplaced(t *testing.T) {
 		corrupt = id
 		f.RaiseAlarm(etcdclient.Alarm{MemberID: id, Type: etcdclient.AlarmCorrupt})
 	})
-	eventually(t, convergeTimeout, "the CORRUPT alarm disarmed", func() error {
+	wait.Eventually(t, convergeTimeout, "the CORRUPT alarm disarmed", func() error {
 		if a := f.Alarms(); len(a) > 0 {
 			return fmt.Errorf("alarms %v: %w", a, errNotYet)
 		}

@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // TestMemoryMemberLostIsReplaced runs both controllers on a 3-member Memory cluster and deletes
@@ -34,7 +35,7 @@ func TestMemoryMemberLostIsReplaced(t *testing.T) {
 	if err := w.createCluster(c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "3 members", w.converged("mem", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("mem", 3))
 	clusterID := w.cluster("mem").Status.ClusterID
 	before, err := w.members(t.Context(), "mem")
 	if err != nil || len(before) != 3 {
@@ -49,7 +50,7 @@ func TestMemoryMemberLostIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eventually(t, convergeTimeout, "the lost member replaced: 3 members, none of them "+lost.Name, func() error {
+	wait.Eventually(t, convergeTimeout, "the lost member replaced: 3 members, none of them "+lost.Name, func() error {
 		if err := w.converged("mem", 3)(); err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // rollTimeout bounds a roll of real members: per member a restart, RollSettle and a catch-up.
@@ -193,7 +194,7 @@ func TestRollingUpdateThreePVCMembers(t *testing.T) {
 	o := w.observeRoll(t, f.name)
 
 	w.setCPURequest(f.name, "150m")
-	eventually(t, rollTimeout, "rolled to the new template", w.rolled(f.name, 3, "150m"))
+	wait.Eventually(t, rollTimeout, "rolled to the new template", w.rolled(f.name, 3, "150m"))
 	o.finish()
 
 	if got := memberIDs(t, w, f.name); !mapsEqual(got, before) {
@@ -227,7 +228,7 @@ func TestRollingUpdateThreePVCMembers(t *testing.T) {
 			t.Errorf("member %s lost the key written before the roll: %v %v", m, resp, err)
 		}
 	}
-	eventually(t, convergeTimeout, "the roll's Events", func() error {
+	wait.Eventually(t, convergeTimeout, "the roll's Events", func() error {
 		counts := map[string]int{}
 		for _, r := range []string{"RollingUpdateStarted", "MemberUpdated", "LeaderMoved", "RollingUpdateCompleted", "RollingUpdateDisruptive"} {
 			notes, err := w.eventNotes(ctx, r)
@@ -251,7 +252,7 @@ func TestRollingUpdateOneMember(t *testing.T) {
 	w := newRealWorld(t)
 	w.startController()
 	w.newCluster("one", 1)
-	eventually(t, realConvergeTimeout, "bootstrap of 1 real member", w.converged("one", 1))
+	wait.Eventually(t, realConvergeTimeout, "bootstrap of 1 real member", w.converged("one", 1))
 	ids := memberIDs(t, w, "one")
 	cli := w.real.client(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -261,7 +262,7 @@ func TestRollingUpdateOneMember(t *testing.T) {
 	}
 
 	w.setCPURequest("one", "150m")
-	eventually(t, rollTimeout, "rolled to the new template", w.rolled("one", 1, "150m"))
+	wait.Eventually(t, rollTimeout, "rolled to the new template", w.rolled("one", 1, "150m"))
 	if got := memberIDs(t, w, "one"); !mapsEqual(got, ids) {
 		t.Errorf("member IDs %v, were %v", got, ids)
 	}
@@ -274,7 +275,7 @@ func TestRollingUpdateOneMember(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Errorf("the key written before the restart: %v %v", resp, err)
 	}
-	eventually(t, convergeTimeout, "one RollingUpdateDisruptive Warning", w.eventsOnce("one", "RollingUpdateDisruptive"))
+	wait.Eventually(t, convergeTimeout, "one RollingUpdateDisruptive Warning", w.eventsOnce("one", "RollingUpdateDisruptive"))
 }
 
 // leaderName returns the EtcdMember name of etcd's leader.
@@ -322,14 +323,14 @@ func TestRollHaltsOnStartFailedAndResumes(t *testing.T) {
 	w.real.mu.Unlock()
 	w.startController()
 	w.newCluster("halt", 3)
-	eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged("halt", 3))
+	wait.Eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged("halt", 3))
 	uids, err := w.podUIDs(t.Context(), "halt")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	w.setCPURequest("halt", "666m")
-	eventually(t, rollTimeout, "the roll halted", func() error {
+	wait.Eventually(t, rollTimeout, "the roll halted", func() error {
 		c := w.cluster("halt")
 		d := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionDegraded)
 		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
@@ -366,7 +367,7 @@ func TestRollHaltsOnStartFailedAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := w.observeRoll(t, "halt")
-	eventually(t, rollTimeout, "rolled to the corrected template", w.rolled("halt", 3, "150m"))
+	wait.Eventually(t, rollTimeout, "rolled to the corrected template", w.rolled("halt", 3, "150m"))
 	o.finish()
 	if len(o.order) != 3 || o.order[0] != replaced[0] {
 		t.Errorf("restart order after the fix %v: the member that failed to start (%s) goes first", o.order, replaced[0])
@@ -448,7 +449,7 @@ func TestRollingUpdateMemorySurge(t *testing.T) {
 			w.startController()
 			name := fmt.Sprintf("mem%d", n)
 			w.newMemoryCluster(name, n)
-			eventually(t, realConvergeTimeout, "bootstrap of real Memory members", w.converged(name, int(n)))
+			wait.Eventually(t, realConvergeTimeout, "bootstrap of real Memory members", w.converged(name, int(n)))
 			old := memberIDs(t, w, name)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
@@ -458,7 +459,7 @@ func TestRollingUpdateMemorySurge(t *testing.T) {
 			o := w.observeSurge(t)
 
 			w.setCPURequest(name, "150m")
-			eventually(t, rollTimeout, "rolled by surge", func() error {
+			wait.Eventually(t, rollTimeout, "rolled by surge", func() error {
 				if err := w.converged(name, int(n))(); err != nil {
 					return err
 				}
@@ -503,7 +504,7 @@ func TestInPlaceFieldsDoNotRoll(t *testing.T) {
 	if err := k8s.Patch(t.Context(), c, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "the in-place fields on every member and Pod", func() error {
+	wait.Eventually(t, convergeTimeout, "the in-place fields on every member and Pod", func() error {
 		ms, err := w.members(t.Context(), f.name)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // TestUnreachableMemberReported runs both controllers on one etcdview.Board, as the operator
@@ -27,7 +28,7 @@ func TestUnreachableMemberReported(t *testing.T) {
 	w.memberOpts = append(w.memberOpts, etcdmember.WithEtcdViews(board))
 	w.startController(etcdcluster.WithEtcdViews(board))
 	w.newCluster("mute", 3)
-	eventually(t, convergeTimeout, "3 members", w.converged("mute", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("mute", 3))
 	ms, err := w.members(t.Context(), "mute")
 	if err != nil {
 		t.Fatal(err)
@@ -37,14 +38,14 @@ func TestUnreachableMemberReported(t *testing.T) {
 
 	w.mute("mute", victim, true)
 	w.touch("mute") // a pass now rather than at the next resync
-	eventually(t, convergeTimeout, victim+" Healthy=Unknown/Unreachable", w.healthy("mute", victim, metav1.ConditionUnknown, health.ReasonUnreachable))
+	wait.Eventually(t, convergeTimeout, victim+" Healthy=Unknown/Unreachable", w.healthy("mute", victim, metav1.ConditionUnknown, health.ReasonUnreachable))
 	if got := w.fake("mute").Mutations()[before:]; len(got) != 0 {
 		t.Fatalf("membership changed because an endpoint did not answer: %v", got)
 	}
 
 	w.mute("mute", victim, false)
 	w.touch("mute")
-	eventually(t, convergeTimeout, victim+" Healthy=True again", w.healthy("mute", victim, metav1.ConditionTrue, health.ReasonHealthy))
+	wait.Eventually(t, convergeTimeout, victim+" Healthy=True again", w.healthy("mute", victim, metav1.ConditionTrue, health.ReasonHealthy))
 }
 
 // mute makes cluster's etcd member named member stop answering Status, or answer again, while

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 func TestPVCAndPodCreated(t *testing.T) {
@@ -40,7 +41,7 @@ func TestPVCAndPodCreated(t *testing.T) {
 	// additionalMetadata is applied right after each creation, in a write of its own.
 	var pod *corev1.Pod
 	var pvc *corev1.PersistentVolumeClaim
-	eventually(t, convergeTimeout, "Pod and PVC carry additionalMetadata", func(ctx context.Context) (err error) {
+	wait.Eventually(t, convergeTimeout, "Pod and PVC carry additionalMetadata", func(ctx context.Context) (err error) {
 		if pod, err = getPod(ctx, m); err != nil {
 			return err
 		}
@@ -56,7 +57,7 @@ func TestPVCAndPodCreated(t *testing.T) {
 	checkPVC(t, pvc, c, m)
 	checkPod(t, pod, m, pvc)
 
-	eventually(t, convergeTimeout, "finalizer and status name the Pod and PVC", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "finalizer and status name the Pod and PVC", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -71,7 +72,7 @@ func TestPVCAndPodCreated(t *testing.T) {
 	})
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady)
 
-	eventually(t, convergeTimeout, "Events for the PVC and Pod creation", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "Events for the PVC and Pod creation", func(ctx context.Context) error {
 		var list eventsv1.EventList
 		if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return err
@@ -178,7 +179,7 @@ func TestReadyAndRoleFollowEtcd(t *testing.T) {
 // waitRoleLabel waits until the member's Pod has (or lacks) role=voter.
 func waitRoleLabel(t *testing.T, m *etcdv1alpha2.EtcdMember, voter bool) {
 	t.Helper()
-	eventually(t, convergeTimeout, fmt.Sprintf("role=voter present=%v", voter), func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, fmt.Sprintf("role=voter present=%v", voter), func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -205,7 +206,7 @@ func TestAdditionalMetadataInPlace(t *testing.T) {
 		m.Spec.AdditionalMetadata.Labels[etcdv1alpha2.LabelComponent] = "spoof"
 		m.Spec.AdditionalMetadata.Annotations["extra"] = "e1"
 	})
-	eventually(t, convergeTimeout, "additionalMetadata in place on Pod and PVC", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "additionalMetadata in place on Pod and PVC", func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -238,7 +239,7 @@ func TestAdditionalMetadataInPlace(t *testing.T) {
 	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
 		m.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Annotations: map[string]string{"extra": "e1"}}
 	})
-	eventually(t, convergeTimeout, "keys dropped from additionalMetadata disappear", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "keys dropped from additionalMetadata disappear", func(ctx context.Context) error {
 		return droppedMetadataGone(ctx, m)
 	})
 }
@@ -278,12 +279,12 @@ func TestNoPodWhileInitialClusterEmpty(t *testing.T) {
 	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
 	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) { m.Spec.InitialCluster = "" })
 
-	eventually(t, convergeTimeout, "PVC created for a pending member", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "PVC created for a pending member", func(ctx context.Context) error {
 		_, err := getPVC(ctx, m)
 		return err
 	})
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady, "initialCluster")
-	consistently(t, steadyWindow, "no Pod while initialCluster is empty", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "no Pod while initialCluster is empty", func(ctx context.Context) error {
 		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("Pod lookup: %w", err)
 		}
@@ -314,7 +315,7 @@ func TestDormantDeletesPodKeepsPVC(t *testing.T) {
 	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) { m.Spec.Dormant = true })
 	waitGone(t, pod)
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPaused, pvc.Name)
-	eventually(t, convergeTimeout, "replicas 0 while dormant", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "replicas 0 while dormant", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -324,7 +325,7 @@ func TestDormantDeletesPodKeepsPVC(t *testing.T) {
 		}
 		return nil
 	})
-	consistently(t, steadyWindow, "PVC kept and no Pod while dormant", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "PVC kept and no Pod while dormant", func(ctx context.Context) error {
 		v, err := getPVC(ctx, m)
 		if err != nil || v.UID != pvc.UID {
 			return fmt.Errorf("PVC: %w", err)
@@ -349,7 +350,7 @@ func TestRetainLeavesPVCUnowned(t *testing.T) {
 	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyRetain, "")
 	m := newMember(t, c)
 	var pvc *corev1.PersistentVolumeClaim
-	eventually(t, convergeTimeout, "PVC created", func(ctx context.Context) (err error) {
+	wait.Eventually(t, convergeTimeout, "PVC created", func(ctx context.Context) (err error) {
 		pvc, err = getPVC(ctx, m)
 		return err
 	})
@@ -436,7 +437,7 @@ func TestForeignDeletionHeld(t *testing.T) {
 	if cfg, ok := etcd.configOf(ns, c.Name); !ok || len(cfg.Endpoints) != 1 || cfg.Endpoints[0] != "http://10.0.2.1:2379" {
 		t.Errorf("etcd dialled with %+v, want the Pod IP endpoint", cfg)
 	}
-	consistently(t, steadyWindow, "a foreign deletion stays held", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "a foreign deletion stays held", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -448,7 +449,7 @@ func TestForeignDeletionHeld(t *testing.T) {
 	})
 
 	// One Warning Event for the blocked deletion, however many passes saw it.
-	eventually(t, convergeTimeout, "a MemberDeletionBlocked Event", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "a MemberDeletionBlocked Event", func(ctx context.Context) error {
 		n, err := countEvents(ctx, ns, m.Name, corev1.EventTypeWarning, etcdmember.EventMemberDeletionBlocked)
 		if err == nil && n != 1 {
 			err = fmt.Errorf("%d Events", n)
@@ -464,7 +465,7 @@ func TestForeignDeletionHeld(t *testing.T) {
 		}
 		m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] = "true"
 	})
-	eventually(t, convergeTimeout, "held while waiting for MemberRemove", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "held while waiting for MemberRemove", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -495,7 +496,7 @@ func TestForeignPodNeverTouched(t *testing.T) {
 	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) { m.GenerateName, m.Name = "", name })
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady, "neither adopts nor deletes")
 	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) { m.Spec.Dormant = true }) // would delete an own Pod
-	consistently(t, steadyWindow, "the foreign Pod is left alone", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "the foreign Pod is left alone", func(ctx context.Context) error {
 		p := &corev1.Pod{}
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(foreign), p); err != nil {
 			return err
@@ -517,7 +518,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	markPodRunning(t, waitPod(t, m), "10.0.3.1", true)
 	setMemberStatus(t, m, "a1", true)
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
-	eventually(t, convergeTimeout, "role label in place", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "role label in place", func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -548,7 +549,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consistently(t, steadyWindow, "resourceVersions stay put", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "resourceVersions stay put", func(ctx context.Context) error {
 		now, err := rvs(ctx)
 		if err != nil {
 			return err
@@ -638,7 +639,7 @@ func TestFailedPodRecreatedFromPVC(t *testing.T) {
 	if err := k8sClient.Status().Patch(t.Context(), pod, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "a new Pod replaces the Failed one", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "a new Pod replaces the Failed one", func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -665,7 +666,7 @@ func TestRecreatedPodExpectsData(t *testing.T) {
 	if err := k8sClient.Delete(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "a new Pod whose guard expects data", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "a new Pod whose guard expects data", func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -695,7 +696,7 @@ func TestMemoryMemberPodNotRecreated(t *testing.T) {
 	if _, err := getPVC(t.Context(), m); !apierrors.IsNotFound(err) {
 		t.Errorf("a Memory member got a PVC: %v", err)
 	}
-	eventually(t, convergeTimeout, "status records the Pod", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "status records the Pod", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -710,7 +711,7 @@ func TestMemoryMemberPodNotRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, etcdmember.ReasonDataLost)
-	consistently(t, steadyWindow, "a Memory member's lost Pod is not recreated", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "a Memory member's lost Pod is not recreated", func(ctx context.Context) error {
 		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("Pod lookup: %w", err)
 		}

@@ -9,9 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -42,4 +46,16 @@ func Start(scheme *k8sruntime.Scheme) (*envtest.Environment, *rest.Config, error
 		return nil, nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
 	return env, cfg, nil
+}
+
+// NewNamespace creates a namespace named prefix plus a random suffix through c, for one test:
+// tests that share an API server isolate themselves by namespace (TESTING.md, "Rules for
+// tests"). It returns the namespace's name.
+func NewNamespace(t testing.TB, c client.Client, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
 }
