@@ -16,10 +16,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
-// TestUnreachableMemberReported runs both controllers on one etcdview.Board, as the operator
-// does (behaviour.md §9): a member whose Pod is Ready but whose endpoint stops answering Status
-// becomes Healthy=Unknown/Unreachable, nothing destructive happens, and it is Healthy again once
-// it answers.
+// TestUnreachableMemberReported runs both controllers on one etcdview.Board, as the operator does
+// (docs/design/healing.md, "Verdicts from etcd's view"): a member whose Pod is Ready but whose
+// endpoint stops answering Status becomes Healthy=Unknown/Unreachable, nothing destructive happens,
+// and it is Healthy again once it answers.
 func TestUnreachableMemberReported(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

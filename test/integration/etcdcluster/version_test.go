@@ -18,7 +18,7 @@ import (
 
 // The fake etcd reports one version whatever a member's template says, so these tests set up
 // running versions that differ from spec.version, as they do while a roll is under way (the
-// case the CRD's spec-to-spec transition rule cannot see, api.md CEL rule 14).
+// case the CRD's spec-to-spec transition rule cannot see, docs/api.md, "EtcdCluster rules", rule 14).
 
 // TestVersionSkipRefused: members run 3.5.35 while the spec already says 3.6.16; a change to
 // 3.7.3 passes the CRD (3.6 → 3.7) but skips 3.6 for the members that run. It is refused,
@@ -117,7 +117,7 @@ func TestVersionDowngradeRefusedThenFixedSpecAdopted(t *testing.T) {
 	w.setVersion("down", "3.6.16")
 	wait.Eventually(t, convergeTimeout, "3.6.16 adopted", w.versionAdopted("down", "3.6.16"))
 	wait.Eventually(t, convergeTimeout, "one Warning", w.eventsOnce("down", "VersionChangeRejected"))
-	// The adopted version is rolled to the running member (behaviour.md §12): one member,
+	// The adopted version is rolled to the running member (docs/design/rolling-updates.md): one member,
 	// restarted in place on its PVC with the new template.
 	wait.Eventually(t, convergeTimeout, "the member rolled to 3.6.16", func() error {
 		ms, err := w.members(t.Context(), "down")

@@ -35,7 +35,8 @@ const imageRepository = "registry.example.test/etcd"
 // guardImage stands in for the operator's own image, which holds the data-dir guard.
 const guardImage = "registry.example.test/etcd-operator:test"
 
-// testGraces stand in for the minutes of behaviour.md §24, so that tests see the graces end.
+// testGraces stand in for the minutes of docs/design/timings.md, "Graces", so that tests see the
+// graces end.
 // No other test keeps a Pod running and not Ready, or terminating, so none is classified by
 // them by accident. The crash and start graces leave a test time to show two exits in a row
 // before a crash loop is declared.

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// leaseName is the leader-election Lease of api.md §7.
+// leaseName is the leader-election Lease (docs/api.md, "Objects and their names").
 const leaseName = "aa20b3a9.etcd-operator.cozystack.io"
 
 // controllerNames are the controllers the operator registers; a clean stop waits for all of them.
@@ -76,7 +76,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	first.stop(t)
 	secondHolder := waitForLeaseHolder(ctx, t, second, namespace, firstHolder)
 	second.waitForMetrics(ctx, t, leaderMetric)
-	// Reported, not asserted (style.md §2.3): with the Lease released this is about one retry
+	// Reported, not asserted (TESTING.md, "e2e"): with the Lease released this is about one retry
 	// period (2 s), instead of the 15 s lease duration.
 	t.Logf("Lease passed from %s to %s %v after SIGTERM", firstHolder, secondHolder,
 		time.Since(stopped).Round(time.Millisecond))
