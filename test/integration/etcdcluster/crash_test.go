@@ -25,12 +25,14 @@ const crashTimeout = 60 * time.Second
 // crashDriver runs reconcilers by hand, as an operator process would: one "life" is a Reconciler
 // with an empty memory and uncached reads (the coldest possible cache). When the armed failpoint
 // is reached, that life's goroutine is parked forever — like a killed process it writes nothing
-// more, not even its deferred status patch — and the next pass runs in a new life.
+// more, not even its deferred status patch — and the next pass runs in a new life. Its passes
+// carry a failpoint.Set of their own, so crash tests run in parallel, each in its namespace.
 type crashDriver struct {
 	t       *testing.T
 	w       *world
 	req     ctrl.Request
 	life    *etcdcluster.Reconciler
+	points  failpoint.Set
 	hits    chan string
 	lives   int
 	reached map[string]bool
@@ -44,6 +46,7 @@ func newCrashDriver(t *testing.T, w *world, cluster string) *crashDriver {
 	d := &crashDriver{t: t, w: w, req: ctrl.Request{NamespacedName: client.ObjectKey{Namespace: w.ns, Name: cluster}},
 		hits: make(chan string, 1), reached: map[string]bool{}}
 	d.restart()
+	t.Cleanup(d.disarm)
 	return d
 }
 
@@ -55,18 +58,21 @@ func (d *crashDriver) restart() {
 
 // arm makes the first hit of step crash the current life.
 func (d *crashDriver) arm(step string) {
-	failpoint.SetAction(step, func(s string) {
-		failpoint.Disarm()
+	d.points.SetAction(step, func(s string) {
+		d.points.Disarm()
 		d.hits <- s
 		select {} // a dead process does nothing more
 	})
 }
 
+// disarm clears the armed step.
+func (d *crashDriver) disarm() { d.points.Disarm() }
+
 // armEvery makes every hit of step crash the current life, as ETCD_OPERATOR_FAILPOINT does to
 // the operator process each time it restarts: the step stays armed until the test ends.
 func (d *crashDriver) armEvery(step string, maxCrashes int) {
 	d.maxCrashes = maxCrashes
-	failpoint.SetAction(step, func(s string) {
+	d.points.SetAction(step, func(s string) {
 		d.hits <- s
 		select {} // a dead process does nothing more
 	})
@@ -75,8 +81,9 @@ func (d *crashDriver) armEvery(step string, maxCrashes int) {
 // pass runs one reconcile in the current life; a crash starts the next life.
 func (d *crashDriver) pass() error {
 	done := make(chan error, 1)
+	ctx := failpoint.NewContext(context.Background(), &d.points)
 	go func() {
-		_, err := d.life.Reconcile(context.Background(), d.req)
+		_, err := d.life.Reconcile(ctx, d.req)
 		done <- err
 	}()
 	select {
@@ -131,7 +138,6 @@ func TestCrashConsistency(t *testing.T) {
 			w.newCluster(name, 3)
 			d := newCrashDriver(t, w, name)
 			d.arm(step)
-			t.Cleanup(failpoint.Disarm)
 
 			d.until("bootstrap of 3", w.converged(name, 3))
 			if slices.Contains(readoptSteps, step) {
@@ -238,7 +244,6 @@ func TestCrashEveryTimeAtSeedVoterStamped(t *testing.T) {
 	w.newCluster(name, 2)
 	d := newCrashDriver(t, w, name)
 	d.armEvery(failpoint.SeedVoterStamped, recurringCrashes)
-	t.Cleanup(failpoint.Disarm)
 
 	d.until("bootstrap of 2", w.converged(name, 2))
 	if !d.reached[failpoint.SeedVoterStamped] {
@@ -274,7 +279,6 @@ func TestCrashAfterSpecChange(t *testing.T) {
 			done := len(w.fake(name).Mutations())
 
 			d.armEvery(tc.step, recurringCrashes)
-			t.Cleanup(failpoint.Disarm)
 			w.setReplicas(name, tc.to)
 			d.until(fmt.Sprintf("scale %d→%d", tc.from, tc.to), w.converged(name, int(tc.to)))
 			after := memberNames(t, w, name)
@@ -342,7 +346,6 @@ func TestCrashDuringReplacement(t *testing.T) {
 			done := len(f.Mutations())
 
 			d.armEvery(step, recurringCrashes)
-			t.Cleanup(failpoint.Disarm)
 			f.RaiseAlarm(etcdclient.Alarm{MemberID: corrupt, Type: etcdclient.AlarmCorrupt})
 			d.until("corrupt leader replaced", func() error {
 				if err := w.converged(name, 3)(); err != nil {

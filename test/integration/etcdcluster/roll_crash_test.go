@@ -48,7 +48,6 @@ func TestCrashDuringRoll(t *testing.T) {
 			d := newCrashDriver(t, w, cluster)
 			d.until("bootstrap of 3", w.converged(cluster, 3))
 			done := len(w.fake(cluster).Mutations())
-			t.Cleanup(failpoint.Disarm)
 			if v.every {
 				d.armEvery(v.step, 3)
 			} else {
@@ -64,7 +63,7 @@ func TestCrashDuringRoll(t *testing.T) {
 				}
 				return rolled()
 			})
-			failpoint.Disarm()
+			d.disarm()
 			if !d.reached[v.step] {
 				t.Errorf("failpoint %s was never reached", v.step)
 			}
@@ -151,7 +150,6 @@ func TestCrashDuringMemorySurge(t *testing.T) {
 			d := newCrashDriver(t, w, cluster)
 			d.until("bootstrap of 1", w.converged(cluster, 1))
 			original := memberNames(t, w, cluster)
-			t.Cleanup(failpoint.Disarm)
 			d.arm(step)
 
 			w.setCPURequest(cluster, "150m")
@@ -167,7 +165,7 @@ func TestCrashDuringMemorySurge(t *testing.T) {
 				}
 				return nil
 			})
-			failpoint.Disarm()
+			d.disarm()
 			if !d.reached[step] {
 				t.Errorf("failpoint %s was never reached", step)
 			}
