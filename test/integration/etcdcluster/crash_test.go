@@ -124,15 +124,14 @@ func (d *crashDriver) until(what string, check func() error) {
 // mutation and every Kubernetes write of bootstrap, scale-up, scale-down (leadership moved away
 // first), pause and resume — restarts it cold, and checks that the cluster converges with no
 // orphan, duplicate, pending or unstarted member and never more than one learner.
-//
-// Failpoints are process-wide, so this test runs alone: it is not parallel, and Go starts the
-// parallel tests of the package only after it returned.
 func TestCrashConsistency(t *testing.T) {
+	t.Parallel()
 	for _, step := range failpoint.Names {
 		if step == failpoint.AlarmDisarmed || step == failpoint.TemplateAuthorised {
 			continue // only a replacement (TestCrashDuringReplacement) or a roll (TestCrashDuringRoll) reaches it
 		}
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			name := "crash"
 			w.newCluster(name, 3)
@@ -239,6 +238,7 @@ const recurringCrashes = 3
 // operator's environment variable does: the pass after the crash must not hit the hook again
 // (its stamp is already there, so it writes nothing), or bootstrap never gets past B2.
 func TestCrashEveryTimeAtSeedVoterStamped(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	name := "stamp"
 	w.newCluster(name, 2)
@@ -256,6 +256,7 @@ func TestCrashEveryTimeAtSeedVoterStamped(t *testing.T) {
 // cluster converges at the new size with exactly the membership changes the change asks for — no
 // member of the old size removed by a scale-up, none added by a scale-down.
 func TestCrashAfterSpecChange(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		step     string
 		from, to int32
@@ -270,6 +271,7 @@ func TestCrashAfterSpecChange(t *testing.T) {
 		{failpoint.PVCDeleted, 2, 1},
 	} {
 		t.Run(fmt.Sprintf("%s-scale-%d-%d", tc.step, tc.from, tc.to), func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			name := "change"
 			w.newCluster(name, tc.from)
@@ -324,12 +326,14 @@ func memberNames(t *testing.T, w *world, cluster string) map[string]bool {
 // and have its alarm disarmed. Converged at 3 without the corrupt member, exactly one removal
 // and one add reach etcd, and no alarm is left.
 func TestCrashDuringReplacement(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{
 		failpoint.LeaderMoved, failpoint.RemovalReasonSet, failpoint.MemberRemoved, failpoint.MemberDeleted,
 		failpoint.PVCDeleted, failpoint.AlarmDisarmed, failpoint.MemberCreated, failpoint.LearnerAdded,
 		failpoint.LearnerInitialClusterPatched, failpoint.LearnerPromoted,
 	} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			name := "replace"
 			w.newCluster(name, 3)

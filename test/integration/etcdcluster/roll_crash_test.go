@@ -24,9 +24,8 @@ var rollSteps = []string{failpoint.SpecAdopted, failpoint.TemplateAuthorised, fa
 // member added, promoted or removed, and never more than one learner. One variant keeps template-authorised armed across restarts, as the operator's
 // environment variable does: each member's authorisation crashes the operator once, and the roll
 // must still progress (a pass after the crash finds the member authorised and waits for it).
-//
-// Failpoints are process-wide: not parallel.
 func TestCrashDuringRoll(t *testing.T) {
+	t.Parallel()
 	type variant struct {
 		step  string
 		every bool
@@ -42,6 +41,7 @@ func TestCrashDuringRoll(t *testing.T) {
 			name += "/every-time"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			const cluster = "rollcrash"
 			w.newCluster(cluster, 3)
@@ -139,11 +139,11 @@ var surgeSteps = []string{
 // it, remove the old one; every step of a larger surge, once), restarts it cold, and checks that
 // the roll completes: converged at 1 with a new member, never more than one learner, no peer
 // URL added twice. The 3-member surge runs over real etcd in TestRollingUpdateMemorySurge.
-//
-// Failpoints are process-wide: not parallel.
 func TestCrashDuringMemorySurge(t *testing.T) {
+	t.Parallel()
 	for _, step := range surgeSteps {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			const cluster = "surgecrash"
 			w.newMemoryCluster(cluster, 1)
