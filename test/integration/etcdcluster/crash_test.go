@@ -52,8 +52,8 @@ func newCrashDriver(t *testing.T, w *world, cluster string) *crashDriver {
 
 func (d *crashDriver) restart() {
 	d.lives++
-	d.life = etcdcluster.New(k8s, k8s, &events.FakeRecorder{}, d.w.pool,
-		etcdcluster.WithResyncJitter(noJitter), etcdcluster.WithOrphanMemberGrace(time.Second))
+	opts := append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter), etcdcluster.WithOrphanMemberGrace(time.Second)}, d.w.settles()...)
+	d.life = etcdcluster.New(k8s, k8s, &events.FakeRecorder{}, d.w.pool, opts...)
 }
 
 // arm makes the first hit of step crash the current life.

@@ -36,7 +36,21 @@ const (
 	convergeTimeout = 60 * time.Second
 	pollInterval    = 100 * time.Millisecond
 	kubeletTick     = 100 * time.Millisecond
+	// fakeSettles stand in for etcd's 5 s strict reconfiguration check, which the fake does
+	// not enforce, and for the roll's 10 s RollSettle, which the fake kubelet's Pods, Ready
+	// the moment they run, gain nothing from: the planner still waits for them, only shorter.
+	// Worlds of real etcd processes keep the production settles.
+	fakeStrictReconfigSettle = 500 * time.Millisecond
+	fakeRollSettle           = time.Second
 )
+
+// settles returns the controller option that shortens the settle times in a fake world.
+func (w *world) settles() []etcdcluster.Option {
+	if w.real != nil {
+		return nil
+	}
+	return []etcdcluster.Option{etcdcluster.WithSettles(fakeStrictReconfigSettle, fakeRollSettle)}
+}
 
 func noJitter(d time.Duration) time.Duration { return d }
 
@@ -119,7 +133,7 @@ func (w *world) startController(opts ...etcdcluster.Option) {
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
 	}
-	opts = append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter)}, opts...)
+	opts = append(append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter)}, w.settles()...), opts...)
 	if err := etcdcluster.NewFromManager(mgr, w.pool, opts...).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
