@@ -330,28 +330,8 @@ func TestRollHaltsOnStartFailedAndResumes(t *testing.T) {
 	}
 
 	w.setCPURequest("halt", "666m")
-	wait.Eventually(t, rollTimeout, "the roll halted", func() error {
-		c := w.cluster("halt")
-		d := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionDegraded)
-		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
-		if d == nil || d.Reason != membership.ReasonMemberStartFailed || !strings.Contains(d.Message, "the rolling update is halted") {
-			return fmt.Errorf("Degraded = %+v: %w", d, errNotYet)
-		}
-		if p == nil || p.Reason != membership.ReasonRollingUpdate || !strings.Contains(p.Message, "members updated; roll halted: ") {
-			return fmt.Errorf("Progressing = %+v: %w", p, errNotYet)
-		}
-		return nil
-	})
-	now, err := w.podUIDs(t.Context(), "halt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var replaced []string
-	for n, uid := range now {
-		if uids[n] != uid {
-			replaced = append(replaced, n)
-		}
-	}
+	wait.Eventually(t, rollTimeout, "the roll halted", w.rollHalted("halt"))
+	replaced := w.replacedPods(t, "halt", uids)
 	if len(replaced) != 1 {
 		t.Fatalf("Pods replaced while halted: %v, want exactly one", replaced)
 	}
@@ -374,116 +354,37 @@ func TestRollHaltsOnStartFailedAndResumes(t *testing.T) {
 	}
 }
 
-// newMemoryCluster creates an EtcdCluster of replicas Memory members.
-func (w *world) newMemoryCluster(name string, replicas int32) {
-	w.t.Helper()
-	c := &etcdv1alpha2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
-		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: &replicas, Version: "3.6.5",
-			Storage: etcdv1alpha2.StorageSpec{Medium: etcdv1alpha2.StorageMediumMemory, Size: ptrQuantity("256Mi")}},
-	}
-	if err := k8s.Create(w.t.Context(), c); err != nil {
-		w.t.Fatalf("creating EtcdCluster %s: %v", name, err)
-	}
-}
-
-func ptrQuantity(s string) *resource.Quantity {
-	q := resource.MustParse(s)
-	return &q
-}
-
-// surgeObserver records, at every observation, the most etcd members and learners seen.
-type surgeObserver struct {
-	w                   *world
-	mu                  sync.Mutex
-	maxMembers, maxLrns int
-	stop, done          chan struct{}
-}
-
-func (w *world) observeSurge(t *testing.T) *surgeObserver {
-	t.Helper()
-	o := &surgeObserver{w: w, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(o.done)
-		for {
-			select {
-			case <-o.stop:
-				return
-			case <-time.After(pollInterval):
-			}
-			ms := w.real.snapshot()
-			l := 0
-			for _, m := range ms {
-				if m.IsLearner {
-					l++
-				}
-			}
-			o.mu.Lock()
-			o.maxMembers, o.maxLrns = max(o.maxMembers, len(ms)), max(o.maxLrns, l)
-			o.mu.Unlock()
+// rollHalted checks that cluster name's roll halted on a member that failed to start:
+// Degraded=True/MemberStartFailed and Progressing=RollingUpdate say so.
+func (w *world) rollHalted(name string) func() error {
+	return func() error {
+		c := w.cluster(name)
+		d := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionDegraded)
+		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
+		if d == nil || d.Reason != membership.ReasonMemberStartFailed || !strings.Contains(d.Message, "the rolling update is halted") {
+			return fmt.Errorf("Degraded = %+v: %w", d, errNotYet)
 		}
-	}()
-	t.Cleanup(o.finish)
-	return o
+		if p == nil || p.Reason != membership.ReasonRollingUpdate || !strings.Contains(p.Message, "members updated; roll halted: ") {
+			return fmt.Errorf("Progressing = %+v: %w", p, errNotYet)
+		}
+		return nil
+	}
 }
 
-func (o *surgeObserver) finish() {
-	select {
-	case <-o.stop:
-	default:
-		close(o.stop)
+// replacedPods returns the members of cluster whose Pod is no longer the one in uids.
+func (w *world) replacedPods(t *testing.T, cluster string, uids map[string]types.UID) []string {
+	t.Helper()
+	now, err := w.podUIDs(t.Context(), cluster)
+	if err != nil {
+		t.Fatal(err)
 	}
-	<-o.done
-}
-
-// TestRollingUpdateMemorySurge rolls a CPU request on Memory clusters of real etcd members,
-// 3 members and 1: every member is replaced by a new one with the new template, added before
-// the old one is removed (never more than target+1 members, never two learners), so that the
-// key written before the roll survives on every new member, including the 1 → 2 → 1 case.
-func TestRollingUpdateMemorySurge(t *testing.T) {
-	t.Parallel()
-	for _, n := range []int32{3, 1} {
-		t.Run(fmt.Sprintf("%d members", n), func(t *testing.T) {
-			t.Parallel()
-			w := newRealWorld(t)
-			w.startController()
-			name := fmt.Sprintf("mem%d", n)
-			w.newMemoryCluster(name, n)
-			wait.Eventually(t, realConvergeTimeout, "bootstrap of real Memory members", w.converged(name, int(n)))
-			old := memberIDs(t, w, name)
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			if _, err := w.real.client(t).Put(ctx, readoptKey, readoptValue); err != nil {
-				t.Fatalf("writing a key: %v", err)
-			}
-			o := w.observeSurge(t)
-
-			w.setCPURequest(name, "150m")
-			wait.Eventually(t, rollTimeout, "rolled by surge", func() error {
-				if err := w.converged(name, int(n))(); err != nil {
-					return err
-				}
-				now := memberIDs(t, w, name)
-				for m := range now {
-					if _, ok := old[m]; ok {
-						return fmt.Errorf("member %s is still there: %w", m, errNotYet)
-					}
-				}
-				return nil
-			})
-			o.finish()
-			if o.maxMembers > int(n)+1 || o.maxLrns > 1 {
-				t.Errorf("at most %d etcd members and %d learners at once, want ≤ %d and ≤ 1", o.maxMembers, o.maxLrns, n+1)
-			}
-			for m := range memberIDs(t, w, name) {
-				cli := w.real.clientOf(t, w.real.clientURL(name, m))
-				resp, err := cli.Get(t.Context(), readoptKey, clientv3.WithSerializable())
-				if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != readoptValue {
-					t.Errorf("new member %s does not serve the key written before the roll: %v %v", m, resp, err)
-				}
-			}
-		})
+	var replaced []string
+	for n, uid := range now {
+		if uids[n] != uid {
+			replaced = append(replaced, n)
+		}
 	}
+	return replaced
 }
 
 // TestInPlaceFieldsDoNotRoll changes additionalMetadata and imagePullSecrets of a converged

@@ -50,22 +50,7 @@ func TestScaleThreeFiveThree(t *testing.T) {
 
 	w.setReplicas("s", 3)
 	wait.Eventually(t, convergeTimeout, "3 members again", w.converged("s", 3))
-	wait.Eventually(t, convergeTimeout, "PVCs of removed members deleted", func() error {
-		var pvcs corev1.PersistentVolumeClaimList
-		if err := k8s.List(context.Background(), &pvcs, client.InNamespace(w.ns)); err != nil {
-			return err
-		}
-		live := 0 // envtest runs no PVC-protection controller: deleted PVCs stay Terminating
-		for _, p := range pvcs.Items {
-			if p.DeletionTimestamp.IsZero() {
-				live++
-			}
-		}
-		if live != 3 {
-			return fmt.Errorf("%d PVCs not being deleted", live)
-		}
-		return nil
-	})
+	wait.Eventually(t, convergeTimeout, "PVCs of removed members deleted", w.livePVCs(3))
 	if n, _ := w.pdbMinAvailable(t.Context(), "s"); n != 2 {
 		t.Errorf("PDB minAvailable at 3 = %d, want 2", n)
 	}
@@ -84,6 +69,27 @@ func TestScaleThreeFiveThree(t *testing.T) {
 	}
 	if removes := w.fake("s").Count(etcdfake.MemberRemove); removes != 2 {
 		t.Errorf("MemberRemove calls = %d, want 2: %v", removes, w.fake("s").Mutations())
+	}
+}
+
+// livePVCs checks that n PVCs of the namespace are not being deleted (envtest runs no
+// PVC-protection controller: deleted PVCs stay Terminating).
+func (w *world) livePVCs(n int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := k8s.List(ctx, &pvcs, client.InNamespace(w.ns)); err != nil {
+			return err
+		}
+		live := 0
+		for _, p := range pvcs.Items {
+			if p.DeletionTimestamp.IsZero() {
+				live++
+			}
+		}
+		if live != n {
+			return fmt.Errorf("%d PVCs not being deleted, want %d", live, n)
+		}
+		return nil
 	}
 }
 

@@ -269,34 +269,40 @@ func TestStorageGrowthUnsupported(t *testing.T) {
 	// Counts as converged: the next spec is adopted without waiting for a deadline.
 	w.setReplicas("fixed", 4)
 	two := resource.MustParse("2Gi")
-	wait.Eventually(t, realConvergeTimeout, "a fourth member with 2Gi", func() error {
-		c := w.cluster("fixed")
+	wait.Eventually(t, realConvergeTimeout, "a fourth member with 2Gi", w.grownByOne("fixed", two))
+	w.bindPVCs(t, "fixed")
+	w.progressing(t, "fixed", metav1.ConditionFalse, membership.ReasonStorageExpansionUnsupported)
+}
+
+// grownByOne checks that cluster name adopted its generation with 4 members, of which only the
+// new one has a PVC of size, as its spec asks.
+func (w *world) grownByOne(name string, size resource.Quantity) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c := w.cluster(name)
 		if c.Status.ObservedGeneration != c.Generation {
 			return fmt.Errorf("generation %d not adopted: %w", c.Generation, errNotYet)
 		}
-		ms, err := w.members(t.Context(), "fixed")
+		ms, err := w.members(ctx, name)
 		if err != nil {
 			return err
 		}
-		if len(ms) != 4 || len(w.etcdMembers("fixed")) != 4 {
+		if len(ms) != 4 || len(w.etcdMembers(name)) != 4 {
 			return fmt.Errorf("%d members: %w", len(ms), errNotYet)
 		}
 		grown := 0
 		for _, m := range ms {
 			pvc := &corev1.PersistentVolumeClaim{}
-			if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: desired.PVCName(m.Name)}, pvc); err != nil {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: desired.PVCName(m.Name)}, pvc); err != nil {
 				return err
 			}
 			q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-			if m.Spec.Storage.Size.Cmp(two) == 0 && q.Cmp(two) == 0 {
+			if m.Spec.Storage.Size.Cmp(size) == 0 && q.Cmp(size) == 0 {
 				grown++
 			}
 		}
 		if grown != 1 {
-			return fmt.Errorf("%d members with a 2Gi PVC, want the new one only: %w", grown, errNotYet)
+			return fmt.Errorf("%d members with a %s PVC, want the new one only: %w", grown, size.String(), errNotYet)
 		}
 		return nil
-	})
-	w.bindPVCs(t, "fixed")
-	w.progressing(t, "fixed", metav1.ConditionFalse, membership.ReasonStorageExpansionUnsupported)
+	}
 }
