@@ -51,11 +51,11 @@ func Start(scheme *k8sruntime.Scheme) (*envtest.Environment, *rest.Config, error
 // NewNamespace creates a namespace named prefix plus a random suffix through c, for one test:
 // tests that share an API server isolate themselves by namespace (TESTING.md, "Rules for
 // tests"). It returns the namespace's name.
-func NewNamespace(t testing.TB, c client.Client, prefix string) string {
-	t.Helper()
+func NewNamespace(tb testing.TB, c client.Client, prefix string) string {
+	tb.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatalf("creating a namespace: %v", err)
+	if err := c.Create(tb.Context(), ns); err != nil {
+		tb.Fatalf("creating a namespace: %v", err)
 	}
 	return ns.Name
 }

@@ -60,9 +60,9 @@ func run[C Check](ctx context.Context, check C) error {
 
 // Eventually checks every Interval until check holds, and fails the test with check's last
 // error once timeout passed (or the test's context ended).
-func Eventually[C Check](t testing.TB, timeout time.Duration, what string, check C) {
-	t.Helper()
-	ctx := t.Context()
+func Eventually[C Check](tb testing.TB, timeout time.Duration, what string, check C) {
+	tb.Helper()
+	ctx := tb.Context()
 	deadline := time.Now().Add(timeout)
 	for {
 		err := run(ctx, check)
@@ -70,11 +70,11 @@ func Eventually[C Check](t testing.TB, timeout time.Duration, what string, check
 			return
 		}
 		if !time.Now().Before(deadline) {
-			t.Fatalf("%s: not true after %s: %v", what, timeout, err)
+			tb.Fatalf("%s: not true after %s: %v", what, timeout, err)
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: %v (last: %v)", what, ctx.Err(), err)
+			tb.Fatalf("%s: %v (last: %v)", what, ctx.Err(), err)
 		case <-time.After(Interval):
 		}
 	}
@@ -82,20 +82,20 @@ func Eventually[C Check](t testing.TB, timeout time.Duration, what string, check
 
 // Consistently checks every Interval for window and fails the test at the first check that
 // does not hold.
-func Consistently[C Check](t testing.TB, window time.Duration, what string, check C) {
-	t.Helper()
-	ctx := t.Context()
+func Consistently[C Check](tb testing.TB, window time.Duration, what string, check C) {
+	tb.Helper()
+	ctx := tb.Context()
 	deadline := time.Now().Add(window)
 	for {
 		if err := run(ctx, check); err != nil {
-			t.Fatalf("%s: %v", what, err)
+			tb.Fatalf("%s: %v", what, err)
 		}
 		if !time.Now().Before(deadline) {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
+			tb.Fatalf("%s: %v", what, ctx.Err())
 		case <-time.After(Interval):
 		}
 	}

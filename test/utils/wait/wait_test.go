@@ -63,6 +63,7 @@ type recorder struct {
 }
 
 func newRecorder(t *testing.T) *recorder {
+	t.Helper()
 	return &recorder{TB: t, ctx: t.Context(), failed: make(chan string, 1)}
 }
 
