@@ -53,8 +53,8 @@ func (w *world) podUIDs(ctx context.Context, cluster string) (map[string]types.U
 	return out, nil
 }
 
-// rollObserver polls a rolling cluster: the order in which member Pods were replaced, the most
-// members ever not Ready at once, and the Progressing messages seen.
+// rollObserver polls a rolling cluster for the order in which member Pods were replaced and the
+// most members ever not Ready at once, and watches it for every Progressing message it says.
 type rollObserver struct {
 	w       *world
 	name    string
@@ -65,6 +65,7 @@ type rollObserver struct {
 	seen    []string
 	stop    chan struct{}
 	done    chan struct{}
+	unwatch func()
 }
 
 func (w *world) observeRoll(t *testing.T, name string) *rollObserver {
@@ -74,6 +75,7 @@ func (w *world) observeRoll(t *testing.T, name string) *rollObserver {
 		t.Fatal(err)
 	}
 	o := &rollObserver{w: w, name: name, initial: initial, stop: make(chan struct{}), done: make(chan struct{})}
+	o.unwatch = w.watchCluster(t, name, o.progressing)
 	go func() {
 		defer close(o.done)
 		for {
@@ -99,10 +101,6 @@ func (o *rollObserver) observe() {
 	if err != nil {
 		return
 	}
-	c := &etcdv1alpha2.EtcdCluster{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: o.w.ns, Name: o.name}, c); err != nil {
-		return
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for n, uid := range uids {
@@ -117,6 +115,12 @@ func (o *rollObserver) observe() {
 		}
 	}
 	o.maxDown = max(o.maxDown, down)
+}
+
+// progressing records c's Progressing message while it is RollingUpdate.
+func (o *rollObserver) progressing(c *etcdv1alpha2.EtcdCluster) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing); p != nil && p.Reason == membership.ReasonRollingUpdate {
 		if !slices.Contains(o.seen, p.Message) {
 			o.seen = append(o.seen, p.Message)
@@ -129,6 +133,7 @@ func (o *rollObserver) finish() {
 	case <-o.stop:
 	default:
 		close(o.stop)
+		o.unwatch()
 	}
 	<-o.done
 }
