@@ -1,10 +1,8 @@
 package etcdcluster_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 
 	"go.uber.org/zap/zapcore"
@@ -34,20 +32,14 @@ func zapLevel() zapcore.Level {
 	return zapcore.ErrorLevel
 }
 
-// parallel is how many tests run at once unless -parallel says otherwise. The tests wait far
-// more than they compute (requeues, the fake kubelet's ticks, real etcd's elections), so Go's
-// default, GOMAXPROCS, would leave the machine idle most of the time.
+// parallel is how many tests run at once unless -parallel says otherwise: crash tests and fake
+// worlds mostly wait, for requeues and the fake kubelet's ticks.
 const parallel = 16
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(parallel)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+	if err := apiserver.DefaultParallel(parallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Exit(run(m))
 }

@@ -5,10 +5,12 @@ package apiserver
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,4 +60,23 @@ func NewNamespace(tb testing.TB, c client.Client, prefix string) string {
 		tb.Fatalf("creating a namespace: %v", err)
 	}
 	return ns.Name
+}
+
+// DefaultParallel makes -test.parallel n unless the command line set it; call it from TestMain,
+// before m.Run. Integration tests mostly wait, on their API server, controllers and etcd
+// processes, so Go's default, GOMAXPROCS, leaves the machine idle: two tests at a time on a
+// 2-core CI runner.
+func DefaultParallel(n int) error {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return nil
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+		return fmt.Errorf("setting -test.parallel: %w", err)
+	}
+	return nil
 }
