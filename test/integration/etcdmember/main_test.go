@@ -53,15 +53,7 @@ var (
 	etcd       = &fakeEtcd{clusters: map[string]*etcdfake.Recorder{}}
 )
 
-// parallel is how many tests run at once unless -parallel says otherwise: most wait for a grace
-// to end or a controller to act.
-const parallel = 16
-
 func TestMain(m *testing.M) {
-	if err := apiserver.DefaultParallel(parallel); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	os.Exit(run(m))
 }
 
