@@ -315,27 +315,6 @@ func TestJoinWaitsForStrictReconfigSettle(t *testing.T) {
 	}
 }
 
-// TestStrictReconfigSettleOverride: Scope.StrictReconfigSettle, when set, replaces the 5 s.
-func TestStrictReconfigSettleOverride(t *testing.T) {
-	t.Parallel()
-	pending := with(mem("p", 3), func(m *Member) {
-		m.Pending = true
-		m.PodRunning, m.PodReady, m.Ready, m.VoterHint = false, false, false, false
-	})
-	s := Scope{Target: 3, ClusterID: "cid", Now: t0.Add(time.Hour), StrictReconfigSettle: time.Second,
-		Members: []Member{mem("a", 1), mem("b", 2), pending},
-		Etcd:    healthyEtcd(1, voter(1, "a"), voter(2, "b"))}
-	s.Etcd.StartedSeen = map[uint64]time.Time{1: {}, 2: s.Now.Add(-2 * time.Second)}
-	if got := Next(s); got.Kind != KindJoin {
-		t.Fatalf("b up 2 s of a 1 s settle: Next = %+v, want a join", got)
-	}
-	s.Etcd.StartedSeen[2] = s.Now.Add(-400 * time.Millisecond)
-	got := Next(s)
-	if got.Kind != KindWait || got.RequeueAfter != 600*time.Millisecond || !strings.Contains(got.Message, "has been up for 1s") {
-		t.Fatalf("b up 0.4 s of a 1 s settle: Next = %+v, want a 0.6 s wait naming 1s", got)
-	}
-}
-
 // TestGateRefusalByStartingVoterIsWaiting: right after a promotion the new voter is not Ready
 // yet, so growing 2 → 3 is refused by the gate. That is progress, not a fault: the planner
 // waits without the WaitingForHealthyMembers warning, unless the voter stays not Ready for

@@ -290,19 +290,3 @@ func TestRollHaltDegrades(t *testing.T) {
 		t.Errorf("Progressing = %s: %s", p.Reason, p.Message)
 	}
 }
-
-// TestRollSettleOverride: Scope.RollSettle, when set, replaces RollSettle in the roll's gate.
-func TestRollSettleOverride(t *testing.T) {
-	t.Parallel()
-	s := rolled(rolling3(), 1)
-	s.Members[1].ReadySince = s.Now.Add(-5 * time.Second)
-	s.RollSettle = 2 * time.Second
-	if got := Next(s); got.Kind != KindAuthorise || got.Member != "c" {
-		t.Fatalf("b Ready for 5 s of a 2 s settle: Next = %+v, want c authorised", got)
-	}
-	s.RollSettle = 8 * time.Second
-	got := Next(s)
-	if got.Kind != KindWait || got.RequeueAfter != 3*time.Second || !strings.Contains(got.Message, "b has been Ready for 8s") {
-		t.Fatalf("b Ready for 5 s of an 8 s settle: Next = %+v, want a 3 s wait naming 8s", got)
-	}
-}
