@@ -15,8 +15,9 @@ GOLANGCI_LINT := $(GO_TOOL) golangci-lint
 export ETCD_OPERATOR_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/etcd-operator
 BIN_DIR := $(CURDIR)/bin
 
-# go test's default 10-minute limit per package is too short for the etcdcluster envtest suite
-# (real etcd processes, crash tests at every step of each flow: about 12 minutes on 2 cores).
+# go test's default 10-minute limit per package leaves too little room for the etcdcluster
+# envtest suite under -race or on a loaded machine (real etcd processes, crash tests at every
+# step of each flow, 16 at a time: about 3 to 5 minutes on 2 cores).
 GO_TEST_FLAGS ?= -timeout 30m
 
 ##@ General

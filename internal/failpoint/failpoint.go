@@ -1,6 +1,7 @@
 package failpoint
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -87,7 +88,36 @@ type armed struct {
 	action Action
 }
 
-var current atomic.Pointer[armed]
+// Set is one arming: at most one step, and what happens when it is hit. The process has one,
+// which Arm, SetAction and Disarm change and EnvVar arms at start-up. A context may carry another
+// (NewContext): Inject then consults that one only, so tests that crash several reconcilers at
+// once, each in its own namespace, arm each its own without crashing the others. The zero value
+// is disarmed.
+type Set struct {
+	current atomic.Pointer[armed]
+}
+
+// SetAction makes Inject(ctx, step) call action, for contexts that carry s; an empty step or a
+// nil action disarms.
+func (s *Set) SetAction(step string, action Action) {
+	if step == "" || action == nil {
+		s.current.Store(nil)
+		return
+	}
+	s.current.Store(&armed{step: step, action: action})
+}
+
+// Disarm clears the step armed in s.
+func (s *Set) Disarm() { s.SetAction("", nil) }
+
+func (s *Set) inject(step string) {
+	if a := s.current.Load(); a != nil && a.step == step {
+		a.action(step)
+	}
+}
+
+// process is the process-wide arming.
+var process Set
 
 var envOnce sync.Once
 
@@ -104,31 +134,38 @@ func Arm(step string) {
 	SetAction(step, exit)
 }
 
-// SetAction makes Inject(step) call action instead of exiting; an empty step or a nil action
-// disarms. Tests use it to panic in-process and restart the reconciler.
+// SetAction makes Inject(ctx, step) call action instead of exiting, for contexts that carry no
+// Set of their own; an empty step or a nil action disarms.
 func SetAction(step string, action Action) {
 	envOnce.Do(func() {}) // an explicit arming wins over the environment
-	if step == "" || action == nil {
-		current.Store(nil)
-		return
-	}
-	current.Store(&armed{step: step, action: action})
+	process.SetAction(step, action)
 }
 
-// Disarm clears any armed step.
+// Disarm clears the process-wide armed step.
 func Disarm() { SetAction("", nil) }
 
-// Inject is called right after the step named step has succeeded. It does nothing unless that
-// step is armed.
-func Inject(step string) {
+type contextKey struct{}
+
+// NewContext returns a copy of ctx whose Inject calls consult s instead of the process-wide
+// arming.
+func NewContext(ctx context.Context, s *Set) context.Context {
+	return context.WithValue(ctx, contextKey{}, s)
+}
+
+// Inject is called right after the step named step has succeeded, with the context of the pass
+// that took it. It does nothing unless that step is armed: in the Set ctx carries, or else
+// process-wide.
+func Inject(ctx context.Context, step string) {
+	if s, ok := ctx.Value(contextKey{}).(*Set); ok && s != nil {
+		s.inject(step)
+		return
+	}
 	envOnce.Do(func() {
 		if s := os.Getenv(EnvVar); s != "" {
-			current.Store(&armed{step: s, action: exit})
+			process.current.Store(&armed{step: s, action: exit})
 		}
 	})
-	if a := current.Load(); a != nil && a.step == step {
-		a.action(step)
-	}
+	process.inject(step)
 }
 
 // Known reports whether step is one of Names.

@@ -174,7 +174,7 @@ func join(s *Scope, m Member) Action {
 	}
 	if v, wait := strictReconfigWait(s); wait > 0 {
 		return Action{Kind: KindWait, Member: m.Name, Reason: a.Reason, RequeueAfter: wait,
-			Message: fmt.Sprintf("adding %s as a learner once voter %s has been up for %s (etcd's strict reconfiguration check)", m.Name, v, StrictReconfigSettle)}
+			Message: fmt.Sprintf("adding %s as a learner once voter %s has been up for %s (etcd's strict reconfiguration check)", m.Name, v, s.strictReconfigSettle())}
 	}
 	return a
 }
@@ -196,13 +196,14 @@ func strictReconfigWait(s *Scope) (string, time.Duration) {
 	}
 	var pending []settling
 	connected := 0
+	settle := s.strictReconfigSettle()
 	for _, v := range voters {
 		seen, ok := connectedSince(s, v)
 		switch {
-		case v.ID == s.Etcd.Leader || (ok && !seen.Add(StrictReconfigSettle).After(s.Now)):
+		case v.ID == s.Etcd.Leader || (ok && !seen.Add(settle).After(s.Now)):
 			connected++ // the leader needs no connection to itself
 		case ok:
-			pending = append(pending, settling{s.DisplayName(v), seen.Add(StrictReconfigSettle)})
+			pending = append(pending, settling{s.DisplayName(v), seen.Add(settle)})
 		}
 	}
 	missing := quorum.Of(len(voters)+1) - connected

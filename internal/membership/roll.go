@@ -236,6 +236,7 @@ func rollSettled(s *Scope, next uint64) ([]string, time.Duration) {
 	leaderStatus, leaderKnown := s.Etcd.Statuses[s.Etcd.Leader]
 	var waits []string
 	after := MembershipPoll
+	settle := s.rollSettle()
 	for _, v := range s.Voters() {
 		if v.ID == next {
 			continue
@@ -246,9 +247,9 @@ func rollSettled(s *Scope, next uint64) ([]string, time.Duration) {
 		switch {
 		case !ok || !m.Ready || !answered || !leaderKnown:
 			waits = append(waits, name+" is Ready")
-		case s.Now.Sub(m.ReadySince) < RollSettle:
-			waits = append(waits, fmt.Sprintf("%s has been Ready for %s", name, RollSettle))
-			after = max(after, RollSettle-s.Now.Sub(m.ReadySince))
+		case s.Now.Sub(m.ReadySince) < settle:
+			waits = append(waits, fmt.Sprintf("%s has been Ready for %s", name, settle))
+			after = max(after, settle-s.Now.Sub(m.ReadySince))
 		case leaderStatus.RaftAppliedIndex > st.RaftAppliedIndex+RollMaxLag:
 			waits = append(waits, fmt.Sprintf("%s caught up (%d entries behind the leader)", name, leaderStatus.RaftAppliedIndex-st.RaftAppliedIndex))
 		}

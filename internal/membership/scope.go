@@ -196,6 +196,10 @@ type Scope struct {
 	Now time.Time
 	// OrphanMemberGrace overrides DefaultOrphanMemberGrace when positive.
 	OrphanMemberGrace time.Duration
+	// StrictReconfigSettle and RollSettle override the constants of the same name when
+	// positive: tests whose etcd is a fake that does not enforce the 5 s, or whose Pods are
+	// Ready the moment they exist, wait less.
+	StrictReconfigSettle, RollSettle time.Duration
 	// Bootstrapping is true while the cluster has never converged since it was created; it
 	// only chooses between the Bootstrapping and ScalingUp reasons.
 	Bootstrapping bool
@@ -231,6 +235,22 @@ func (s *Scope) orphanGrace() time.Duration {
 		return s.OrphanMemberGrace
 	}
 	return DefaultOrphanMemberGrace
+}
+
+// strictReconfigSettle returns the settle time in force.
+func (s *Scope) strictReconfigSettle() time.Duration {
+	if s.StrictReconfigSettle > 0 {
+		return s.StrictReconfigSettle
+	}
+	return StrictReconfigSettle
+}
+
+// rollSettle returns the settle time in force.
+func (s *Scope) rollSettle() time.Duration {
+	if s.RollSettle > 0 {
+		return s.RollSettle
+	}
+	return RollSettle
 }
 
 // EtcdMemberOf returns the etcd member that is m: same peer URL, or same name once started.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // unreachableProxy is an address where nothing listens. containerd sends every registry
@@ -183,7 +185,7 @@ func (c *Cluster) startContainerd(ctx context.Context, n Node) error {
 	if _, err := c.start(ctx, c.containerdProcess(n)); err != nil {
 		return err
 	}
-	return poll(ctx, 30*time.Second, fmt.Sprintf("containerd of %s (log: %s)", n.Name, c.layout.logFile(containerdComponent(n))), func() (bool, error) {
+	return wait.Poll(ctx, pollInterval, 30*time.Second, fmt.Sprintf("containerd of %s (log: %s)", n.Name, c.layout.logFile(containerdComponent(n))), func() (bool, error) {
 		_, err := c.ctr(ctx, n, "version")
 		return err == nil, nil
 	})
@@ -300,7 +302,7 @@ func (c *Cluster) deleteTasks(ctx context.Context, n Node) error {
 		_, _ = c.ctr(ctx, n, "tasks", "kill", "--signal", "SIGKILL", id)
 	}
 	for _, id := range tasks {
-		err := poll(ctx, 10*time.Second, "task "+id+" to exit", func() (bool, error) {
+		err := wait.Poll(ctx, pollInterval, 10*time.Second, "task "+id+" to exit", func() (bool, error) {
 			// The CRI plugin deletes a task itself once it sees it exit.
 			out, err := c.ctr(ctx, n, "tasks", "delete", id)
 			if err != nil && strings.Contains(out, "not found") {

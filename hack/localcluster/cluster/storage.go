@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // VolumesPerNode is how many local PVs up keeps available on each node in the default class.
@@ -116,7 +118,7 @@ func (c *Cluster) recreateVolume(ctx context.Context, cs kubernetes.Interface, n
 }
 
 func waitGone(ctx context.Context, cs kubernetes.Interface, pv string) error {
-	return poll(ctx, 30*time.Second, "PV "+pv+" to be deleted", func() (bool, error) {
+	return wait.Poll(ctx, pollInterval, 30*time.Second, "PV "+pv+" to be deleted", func() (bool, error) {
 		_, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil

@@ -11,35 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // pollInterval is how often waits re-check; components start in a few seconds.
 const pollInterval = 200 * time.Millisecond
-
-// poll calls check until it reports done, returns an error, or timeout passes; the timeout
-// error names what was awaited so the message says where to look.
-func poll(ctx context.Context, timeout time.Duration, what string, check func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var lastErr error
-	for {
-		done, err := check()
-		if err != nil {
-			lastErr = err
-		}
-		if done && err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if lastErr != nil {
-				return fmt.Errorf("waiting %s for %s: %w (last error: %w)", timeout, what, ctx.Err(), lastErr)
-			}
-			return fmt.Errorf("waiting %s for %s: %w", timeout, what, ctx.Err())
-		case <-time.After(pollInterval):
-		}
-	}
-}
 
 // Client returns a clientset for the cluster admin.
 func (c *Cluster) Client() (kubernetes.Interface, error) {
@@ -66,7 +43,7 @@ func httpOK(url string) bool {
 
 func (c *Cluster) waitEtcd(ctx context.Context, timeout time.Duration) error {
 	url := fmt.Sprintf("http://%s:%d/health", ControlPlaneIP, etcdClientPort)
-	return poll(ctx, timeout, "etcd at "+url+" (log: "+c.layout.logFile(etcdName)+")", func() (bool, error) {
+	return wait.Poll(ctx, pollInterval, timeout, "etcd at "+url+" (log: "+c.layout.logFile(etcdName)+")", func() (bool, error) {
 		return httpOK(url), nil
 	})
 }
@@ -76,7 +53,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context, timeout time.Duration) erro
 	if err != nil {
 		return err
 	}
-	return poll(ctx, timeout, "kube-apiserver /readyz (log: "+c.layout.logFile(apiServerName)+")", func() (bool, error) {
+	return wait.Poll(ctx, pollInterval, timeout, "kube-apiserver /readyz (log: "+c.layout.logFile(apiServerName)+")", func() (bool, error) {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", err
 	})
@@ -88,7 +65,7 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := poll(ctx, timeout, fmt.Sprintf("%d Ready nodes (kubelet logs: %s/*-kubelet.log)", len(c.nodes), c.layout.logs()), func() (bool, error) {
+	if err := wait.Poll(ctx, pollInterval, timeout, fmt.Sprintf("%d Ready nodes (kubelet logs: %s/*-kubelet.log)", len(c.nodes), c.layout.logs()), func() (bool, error) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -98,7 +75,7 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 		return err
 	}
 	want := "kubernetes.default.svc." + DNSDomain
-	return poll(ctx, timeout, "CoreDNS to resolve "+want+" (log: "+c.layout.logFile(coreDNSName)+")", func() (bool, error) {
+	return wait.Poll(ctx, pollInterval, timeout, "CoreDNS to resolve "+want+" (log: "+c.layout.logFile(coreDNSName)+")", func() (bool, error) {
 		addrs, err := c.LookupHost(ctx, want)
 		return err == nil && len(addrs) == 1 && addrs[0] == KubernetesServiceIP, err
 	})

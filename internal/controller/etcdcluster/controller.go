@@ -75,6 +75,8 @@ type Reconciler struct {
 	memory    *memory
 	// orphanGrace overrides membership.DefaultOrphanMemberGrace.
 	orphanGrace time.Duration
+	// settles overrides membership.StrictReconfigSettle and membership.RollSettle.
+	settles settles
 	// certManager answers whether cert-manager's API is served, for clusters whose spec.tls
 	// asks cert-manager for certificates.
 	certManager CertManagerProbe
@@ -101,6 +103,16 @@ func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clo
 
 // WithOrphanMemberGrace replaces membership.DefaultOrphanMemberGrace.
 func WithOrphanMemberGrace(d time.Duration) Option { return func(r *Reconciler) { r.orphanGrace = d } }
+
+// WithSettles replaces membership.StrictReconfigSettle and membership.RollSettle (a zero keeps
+// the constant). Tests whose etcd is a fake, which does not enforce etcd's 5 s, and whose Pods
+// turn Ready at once, use shorter ones; production never sets them.
+func WithSettles(strictReconfig, roll time.Duration) Option {
+	return func(r *Reconciler) { r.settles = settles{strictReconfig: strictReconfig, roll: roll} }
+}
+
+// settles are the settle times WithSettles overrides.
+type settles struct{ strictReconfig, roll time.Duration }
 
 // WithEtcdViews publishes each pass's view of every member's endpoint on board.
 func WithEtcdViews(board *etcdview.Board) Option { return func(r *Reconciler) { r.views = board } }

@@ -48,7 +48,7 @@ func (x *executor) authorise(ctx context.Context, a membership.Action) (step.Res
 	if err := x.patchMember(ctx, m, before, "authorising template "+a.Hash+" on"); err != nil {
 		return step.Result{}, err
 	}
-	failpoint.Inject(failpoint.TemplateAuthorised)
+	failpoint.Inject(ctx, failpoint.TemplateAuthorised)
 	if !a.Disrupts {
 		return step.Continue, nil
 	}

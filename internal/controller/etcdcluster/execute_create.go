@@ -38,11 +38,11 @@ func (x *executor) createMember(ctx context.Context, a membership.Action) (step.
 		return step.Result{}, fmt.Errorf("creating an EtcdMember: %w", err)
 	}
 	if seed {
-		failpoint.Inject(failpoint.SeedCreated)
+		failpoint.Inject(ctx, failpoint.SeedCreated)
 		x.memberEvent(m, corev1.EventTypeNormal, eventSeedCreated, "created seed member "+m.Name)
 		return step.Continue, nil
 	}
-	failpoint.Inject(failpoint.MemberCreated)
+	failpoint.Inject(ctx, failpoint.MemberCreated)
 	x.memberEvent(m, corev1.EventTypeNormal, eventMemberCreated, "created member "+m.Name)
 	return step.Continue, nil
 }

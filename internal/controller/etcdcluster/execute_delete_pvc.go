@@ -31,6 +31,6 @@ func (x *executor) deletePVC(ctx context.Context, a membership.Action) (step.Res
 	if err := x.client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return step.Result{}, fmt.Errorf("deleting PVC %s: %w", pvc.Name, err)
 	}
-	failpoint.Inject(failpoint.PVCDeleted)
+	failpoint.Inject(ctx, failpoint.PVCDeleted)
 	return step.Continue, nil
 }

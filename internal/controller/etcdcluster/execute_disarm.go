@@ -28,7 +28,7 @@ func (x *executor) disarmCorrupt(ctx context.Context, a membership.Action) (step
 		return waitingOn("AlarmDisarm", fmt.Errorf("disarming the CORRUPT alarm of %s: %w", etcdclient.FormatID(a.MemberID), err),
 			membership.MembershipPoll, etcdclient.ErrNoLeader, etcdclient.ErrTimeout)
 	}
-	failpoint.Inject(failpoint.AlarmDisarmed)
+	failpoint.Inject(ctx, failpoint.AlarmDisarmed)
 	x.event(corev1.EventTypeNormal, eventAlarmDisarmed, fmt.Sprintf("disarmed the CORRUPT alarm of removed member %s", etcdclient.FormatID(a.MemberID)))
 	return step.Continue, nil
 }

@@ -45,7 +45,7 @@ func (x *executor) join(ctx context.Context, a membership.Action) (step.Result, 
 				etcdclient.ErrUnhealthyCluster, etcdclient.ErrTooManyLearners, etcdclient.ErrNoLeader, etcdclient.ErrNotEnoughStartedMembers)
 		default:
 			metrics.MembershipAction(metricAddLearner, metrics.OutcomeSuccess)
-			failpoint.Inject(failpoint.LearnerAdded)
+			failpoint.Inject(ctx, failpoint.LearnerAdded)
 			x.memberEvent(m, corev1.EventTypeNormal, eventLearnerAdded, fmt.Sprintf("added %s as learner %s", m.Name, added.IDHex()))
 		}
 		list = after
@@ -53,7 +53,7 @@ func (x *executor) join(ctx context.Context, a membership.Action) (step.Result, 
 	if err := x.patchInitialCluster(ctx, m, membership.InitialCluster(list, m.Name, a.PeerURL)); err != nil {
 		return step.Result{}, err
 	}
-	failpoint.Inject(failpoint.LearnerInitialClusterPatched)
+	failpoint.Inject(ctx, failpoint.LearnerInitialClusterPatched)
 	return step.Continue, nil
 }
 

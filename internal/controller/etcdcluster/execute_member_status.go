@@ -41,6 +41,6 @@ func (x *executor) patchMemberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMe
 		return false, fmt.Errorf("patching the status of EtcdMember %s: %w", m.Name, err)
 	}
 	x.written[m.Name] = m.DeepCopy()
-	failpoint.Inject(failpoint.MemberStatusPatched)
+	failpoint.Inject(ctx, failpoint.MemberStatusPatched)
 	return true, nil
 }

@@ -26,7 +26,7 @@ func (x *executor) moveLeader(ctx context.Context, a membership.Action) (step.Re
 			etcdclient.ErrBadLeaderTransferee, etcdclient.ErrNotLeader, etcdclient.ErrNoLeader, etcdclient.ErrTimeout)
 	}
 	metrics.MembershipAction(metricMoveLeader, metrics.OutcomeSuccess)
-	failpoint.Inject(failpoint.LeaderMoved)
+	failpoint.Inject(ctx, failpoint.LeaderMoved)
 	why := "removing"
 	if a.Reason == membership.ReasonRollingUpdate {
 		why = "restarting"

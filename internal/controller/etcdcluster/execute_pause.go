@@ -24,7 +24,7 @@ func (x *executor) setDormant(ctx context.Context, a membership.Action) (step.Re
 	if err := x.patchMember(ctx, m, before, "making dormant"); err != nil {
 		return step.Result{}, err
 	}
-	failpoint.Inject(failpoint.DormantSet)
+	failpoint.Inject(ctx, failpoint.DormantSet)
 	x.memberEvent(m, corev1.EventTypeNormal, eventClusterPaused, fmt.Sprintf("paused; data kept in PVC data-%s", m.Name))
 	return step.Continue, nil
 }
@@ -45,7 +45,7 @@ func (x *executor) wake(ctx context.Context, a membership.Action) (step.Result, 
 	if err := x.patchMember(ctx, m, before, "waking"); err != nil {
 		return step.Result{}, err
 	}
-	failpoint.Inject(failpoint.MemberWoken)
+	failpoint.Inject(ctx, failpoint.MemberWoken)
 	x.memberEvent(m, corev1.EventTypeNormal, eventClusterResumed, "resumed from member "+m.Name)
 	return step.Continue, nil
 }

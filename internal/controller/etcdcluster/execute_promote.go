@@ -30,7 +30,7 @@ func (x *executor) promote(ctx context.Context, a membership.Action) (step.Resul
 			etcdclient.ErrLearnerNotReady, etcdclient.ErrNotEnoughStartedMembers, etcdclient.ErrUnhealthyCluster, etcdclient.ErrNoLeader)
 	}
 	metrics.MembershipAction(metricPromote, metrics.OutcomeSuccess)
-	failpoint.Inject(failpoint.LearnerPromoted)
+	failpoint.Inject(ctx, failpoint.LearnerPromoted)
 	x.memberEvent(m, corev1.EventTypeNormal, eventLearnerPromoted, fmt.Sprintf("promoted %s (%s) to voter", m.Name, etcdclient.FormatID(a.MemberID)))
 	_, err = x.patchMemberStatus(ctx, m, etcdclient.FormatID(a.MemberID), true, m.Status.Version)
 	return step.Continue, err

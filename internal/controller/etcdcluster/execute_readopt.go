@@ -39,7 +39,7 @@ func (x *executor) readopt(ctx context.Context, a membership.Action) (step.Resul
 			}
 			return step.Result{}, fmt.Errorf("re-creating EtcdMember %s for PVC %s: %w", a.Member, a.PVC, err)
 		}
-		failpoint.Inject(failpoint.MemberReadopted)
+		failpoint.Inject(ctx, failpoint.MemberReadopted)
 	} else if m, err = x.member(a.Member); err != nil {
 		return step.Result{}, err
 	}
@@ -51,7 +51,7 @@ func (x *executor) readopt(ctx context.Context, a membership.Action) (step.Resul
 			return step.Result{}, err
 		}
 		if wrote {
-			failpoint.Inject(failpoint.ReadoptedMemberIDSet)
+			failpoint.Inject(ctx, failpoint.ReadoptedMemberIDSet)
 		}
 	}
 	old := pvc.Annotations[etcdv1alpha2.AnnotationMemberUID]
@@ -68,7 +68,7 @@ func (x *executor) readopt(ctx context.Context, a membership.Action) (step.Resul
 	if err := x.client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return step.Result{}, fmt.Errorf("giving PVC %s to re-adopted EtcdMember %s: %w", pvc.Name, m.Name, err)
 	}
-	failpoint.Inject(failpoint.PVCReadopted)
+	failpoint.Inject(ctx, failpoint.PVCReadopted)
 	id := "its etcd member ID unknown until etcd answers"
 	if a.MemberID != 0 {
 		id = "etcd member " + etcdclient.FormatID(a.MemberID)

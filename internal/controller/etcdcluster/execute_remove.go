@@ -36,20 +36,20 @@ func (x *executor) remove(ctx context.Context, a membership.Action) (step.Result
 		if err := x.patchMember(ctx, m, before, "recording the removal of"); err != nil {
 			return step.Result{}, err
 		}
-		failpoint.Inject(failpoint.RemovalReasonSet)
+		failpoint.Inject(ctx, failpoint.RemovalReasonSet)
 	}
 	if a.InEtcd {
 		if res, err := x.removeFromEtcd(ctx, a); err != nil || res.Done() {
 			return res, err
 		}
-		failpoint.Inject(failpoint.MemberRemoved)
+		failpoint.Inject(ctx, failpoint.MemberRemoved)
 		x.memberEvent(m, corev1.EventTypeNormal, eventMemberRemoved, fmt.Sprintf("removed %s (%s): %s", m.Name, etcdclient.FormatID(a.MemberID), m.Annotations[etcdv1alpha2.AnnotationRemovalReason]))
 	}
 	if m.DeletionTimestamp.IsZero() {
 		if err := x.client.Delete(ctx, m, client.Preconditions{UID: &m.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return step.Result{}, fmt.Errorf("deleting EtcdMember %s: %w", m.Name, err)
 		}
-		failpoint.Inject(failpoint.MemberDeleted)
+		failpoint.Inject(ctx, failpoint.MemberDeleted)
 	}
 	x.effects.removed = &removal{member: m.Name, reason: m.Annotations[etcdv1alpha2.AnnotationRemovalReason], memberID: a.MemberID, inEtcd: a.InEtcd}
 	return step.Continue, nil
@@ -61,7 +61,7 @@ func (x *executor) removeOrphan(ctx context.Context, a membership.Action) (step.
 	if res, err := x.removeFromEtcd(ctx, a); err != nil || res.Done() {
 		return res, err
 	}
-	failpoint.Inject(failpoint.OrphanRemoved)
+	failpoint.Inject(ctx, failpoint.OrphanRemoved)
 	x.event(corev1.EventTypeNormal, eventMemberRemoved, "removed learner "+etcdclient.FormatID(a.MemberID)+", which no EtcdMember explained")
 	return step.Continue, nil
 }

@@ -24,12 +24,12 @@ func (x *executor) initSeed(ctx context.Context, a membership.Action) (step.Resu
 	if stamped {
 		// Only after a write: a pass that finds the stamp from a crashed pass goes straight on
 		// to the initialCluster patch, or a recurring crash here would livelock bootstrap.
-		failpoint.Inject(failpoint.SeedVoterStamped)
+		failpoint.Inject(ctx, failpoint.SeedVoterStamped)
 	}
 	if err := x.patchInitialCluster(ctx, m, a.InitialCluster); err != nil {
 		return step.Result{}, err
 	}
-	failpoint.Inject(failpoint.SeedInitialClusterPatched)
+	failpoint.Inject(ctx, failpoint.SeedInitialClusterPatched)
 	return step.Continue, nil
 }
 

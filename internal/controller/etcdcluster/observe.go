@@ -44,10 +44,11 @@ type observation struct {
 }
 
 // projection is the Reconciler's configuration the scope is projected with: the images that
-// enter template hashes, and the orphan grace.
+// enter template hashes, the orphan grace and the settle times.
 type projection struct {
 	imageRepository, guardImage string
 	orphanGrace                 time.Duration
+	settles                     settles
 }
 
 // key is the cluster's pool, memory and metrics key.
@@ -84,7 +85,7 @@ func (o *observation) pvc(name string) (*corev1.PersistentVolumeClaim, error) {
 // Kubernetes objects come from the cache; etcd's silence is an observation, not an error.
 func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (*observation, error) {
 	o := &observation{cluster: c, now: r.clock.Now(),
-		config: projection{imageRepository: r.imageRepository, guardImage: r.guardImage, orphanGrace: r.orphanGrace}}
+		config: projection{imageRepository: r.imageRepository, guardImage: r.guardImage, orphanGrace: r.orphanGrace, settles: r.settles}}
 	sel := client.MatchingLabels{etcdv1alpha2.LabelCluster: c.Name}
 	var members etcdv1alpha2.EtcdMemberList
 	if err := r.client.List(ctx, &members, client.InNamespace(c.Namespace), sel); err != nil {

@@ -18,15 +18,17 @@ import (
 func (o *observation) scopeFor(observed *etcdv1alpha2.ObservedClusterSpec) membership.Scope {
 	c := o.cluster
 	s := membership.Scope{
-		ClusterID:         c.Status.ClusterID,
-		Etcd:              o.etcd,
-		Now:               o.now,
-		OrphanMemberGrace: o.config.orphanGrace,
-		Bootstrapping:     bootstrapping(c),
-		Rolling:           o.rolling,
-		TLS:               o.tls,
-		Observed:          observed,
-		StorageSize:       latchedSize(observed),
+		ClusterID:            c.Status.ClusterID,
+		Etcd:                 o.etcd,
+		Now:                  o.now,
+		OrphanMemberGrace:    o.config.orphanGrace,
+		StrictReconfigSettle: o.config.settles.strictReconfig,
+		RollSettle:           o.config.settles.roll,
+		Bootstrapping:        bootstrapping(c),
+		Rolling:              o.rolling,
+		TLS:                  o.tls,
+		Observed:             observed,
+		StorageSize:          latchedSize(observed),
 	}
 	if b := c.Status.ReplacementBackoff; b != nil {
 		s.Backoff = membership.Backoff{Attempts: b.Attempts, NotBefore: b.NotBefore.Time}

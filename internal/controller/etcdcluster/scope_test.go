@@ -97,3 +97,16 @@ func TestRemoveFirstIsReadByPresence(t *testing.T) {
 		})
 	}
 }
+
+// TestScopeCarriesTheReconcilersGraceAndSettles: the orphan grace and the settle times the
+// Reconciler was built with reach the planner's scope.
+func TestScopeCarriesTheReconcilersGraceAndSettles(t *testing.T) {
+	t.Parallel()
+	r := New(nil, nil, nil, nil, WithOrphanMemberGrace(3*time.Second), WithSettles(time.Second, 2*time.Second))
+	o := &observation{cluster: &etcdv1alpha2.EtcdCluster{},
+		config: projection{orphanGrace: r.orphanGrace, settles: r.settles}}
+	s := o.scopeFor(nil)
+	if s.OrphanMemberGrace != 3*time.Second || s.StrictReconfigSettle != time.Second || s.RollSettle != 2*time.Second {
+		t.Fatalf("scope grace %s, settles %s and %s; want 3s, 1s and 2s", s.OrphanMemberGrace, s.StrictReconfigSettle, s.RollSettle)
+	}
+}

@@ -54,14 +54,14 @@ func (x *executor) writeStatus(ctx context.Context, r *renderedStatus) error {
 		return fmt.Errorf("patching EtcdCluster status: %w", err)
 	}
 	if x.plan.Lock.Adopted {
-		failpoint.Inject(failpoint.SpecAdopted)
+		failpoint.Inject(ctx, failpoint.SpecAdopted)
 	}
 	// Transitions are announced once the status that records them is written, so a pass from a
 	// stale cache, which conflicts, announces nothing.
 	x.transitionEvents(original, c)
 	if original.Status.ClusterID == "" && c.Status.ClusterID != "" {
 		x.event(corev1.EventTypeNormal, eventClusterBootstrapped, "cluster "+c.Status.ClusterID+" formed")
-		failpoint.Inject(failpoint.ClusterIDLatched)
+		failpoint.Inject(ctx, failpoint.ClusterIDLatched)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
-// Version is the etcd version the Cluster fake reports in Status.
+// Version is the etcd version the Cluster fake reports in Status unless SetVersion changed it.
 const Version = "3.6.16"
 
 // Cluster is an etcdclient.Client that models the membership rules of a real etcd cluster with
@@ -33,8 +33,9 @@ const Version = "3.6.16"
 //     and, when it is running, a quorum of running voters without it (ErrUnhealthyCluster);
 //   - leadership moves only to a voter (ErrBadLeaderTransferee), and only a running one.
 //
-// Tests drive the world through StartLearner, MarkSynced, Stop, Restart and RaiseAlarm, and
-// read it through Members and Leader, which are not recorded as calls.
+// Tests drive the world through Seed, Start, MarkSynced, Stop, Restart, Mute, Elect,
+// PlantLearner, RaiseAlarm, SetVersion and SetRaftIndex, and read it through Members,
+// ByPeerURL, Leader, Alarms and MostLearners; none of these is recorded as a call.
 //
 // The rules follow etcd's server (mayAddMember, mayPromoteMember, mayRemoveMember and
 // ValidateConfigurationChange; https://etcd.io/docs/v3.6/op-guide/runtime-configuration/#strict-reconfiguration-check-mode).
@@ -49,6 +50,10 @@ type Cluster struct {
 	alarms      []etcdclient.Alarm
 	revision    int64
 	raftIndex   uint64
+	// version is what Status reports; Version when empty.
+	version string
+	// mostLearners is the most learners ever listed at once.
+	mostLearners int
 }
 
 type fakeMember struct {
@@ -60,6 +65,8 @@ type fakeMember struct {
 	up bool
 	// synced is true once a learner has caught up with the leader.
 	synced bool
+	// muted fails the member's Status while it runs: the operator cannot reach it.
+	muted bool
 }
 
 var _ etcdclient.Client = (*Cluster)(nil)
@@ -85,87 +92,6 @@ func NewCluster(size int) *Cluster {
 func (c *Cluster) newMember(peerURLs []string) *fakeMember {
 	c.nextID++
 	return &fakeMember{Member: etcdclient.Member{ID: c.nextID<<32 | 0xe7cd, PeerURLs: slices.Clone(peerURLs)}}
-}
-
-// SetMaxLearners sets etcd's --max-learners (1 by default).
-func (c *Cluster) SetMaxLearners(n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.maxLearners = n
-}
-
-// Members returns the member list without recording a call.
-func (c *Cluster) Members() []etcdclient.Member {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.list()
-}
-
-// Leader returns the leader's ID (0: none) without recording a call.
-func (c *Cluster) Leader() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.leader
-}
-
-// StartLearner starts an added member's process: it publishes name and clientURL and runs. It
-// is not in sync until MarkSynced.
-func (c *Cluster) StartLearner(id uint64, name, clientURL string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.find(id)
-	if m == nil {
-		return fmt.Errorf("starting %s: %w", etcdclient.FormatID(id), etcdclient.ErrMemberNotFound)
-	}
-	m.Name, m.ClientURLs = name, []string{clientURL}
-	m.started, m.up = true, true
-	return nil
-}
-
-// MarkSynced marks a learner as caught up with the leader.
-func (c *Cluster) MarkSynced(id uint64) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.find(id)
-	if m == nil {
-		return fmt.Errorf("syncing %s: %w", etcdclient.FormatID(id), etcdclient.ErrMemberNotFound)
-	}
-	m.synced = true
-	return nil
-}
-
-// Stop stops a member's process (it stays a member). A stopped leader loses leadership.
-func (c *Cluster) Stop(id uint64) error {
-	return c.setUp(id, false)
-}
-
-// Restart starts a stopped member's process again.
-func (c *Cluster) Restart(id uint64) error {
-	return c.setUp(id, true)
-}
-
-func (c *Cluster) setUp(id uint64, up bool) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.find(id)
-	if m == nil {
-		return fmt.Errorf("changing %s: %w", etcdclient.FormatID(id), etcdclient.ErrMemberNotFound)
-	}
-	if !m.started {
-		return fmt.Errorf("member %s never started; use StartLearner", etcdclient.FormatID(id))
-	}
-	m.up = up
-	c.elect()
-	return nil
-}
-
-// RaiseAlarm activates an alarm.
-func (c *Cluster) RaiseAlarm(a etcdclient.Alarm) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !slices.Contains(c.alarms, a) {
-		c.alarms = append(c.alarms, a)
-	}
 }
 
 // elect keeps the leader while it is a running voter and a quorum of voters runs; otherwise
@@ -261,17 +187,26 @@ func (c *Cluster) MemberAddAsLearner(_ context.Context, peerURLs []string) (etcd
 	if !validURLs(peerURLs) {
 		return etcdclient.Member{}, nil, fail(MemberAddAsLearner, etcdclient.ErrInvalidConfig)
 	}
+	m, err := c.addLearner(peerURLs)
+	if err != nil {
+		return etcdclient.Member{}, nil, err
+	}
+	return cloneMember(m.Member), c.list(), nil
+}
+
+// addLearner applies etcd's rules for a learner add, after the URL check; the caller holds mu.
+func (c *Cluster) addLearner(peerURLs []string) (*fakeMember, error) {
 	if c.leader == 0 {
-		return etcdclient.Member{}, nil, fail(MemberAddAsLearner, etcdclient.ErrNoLeader)
+		return nil, fail(MemberAddAsLearner, etcdclient.ErrNoLeader)
 	}
 	if voters, up := c.voterCounts(); up < voters {
-		return etcdclient.Member{}, nil, fail(MemberAddAsLearner, etcdclient.ErrUnhealthyCluster)
+		return nil, fail(MemberAddAsLearner, etcdclient.ErrUnhealthyCluster)
 	}
 	learners := 0
 	for _, m := range c.members {
 		for _, u := range peerURLs {
 			if slices.Contains(m.PeerURLs, u) {
-				return etcdclient.Member{}, nil, fail(MemberAddAsLearner, etcdclient.ErrPeerURLExists)
+				return nil, fail(MemberAddAsLearner, etcdclient.ErrPeerURLExists)
 			}
 		}
 		if m.IsLearner {
@@ -279,14 +214,15 @@ func (c *Cluster) MemberAddAsLearner(_ context.Context, peerURLs []string) (etcd
 		}
 	}
 	if learners >= c.maxLearners {
-		return etcdclient.Member{}, nil, fail(MemberAddAsLearner, etcdclient.ErrTooManyLearners)
+		return nil, fail(MemberAddAsLearner, etcdclient.ErrTooManyLearners)
 	}
 	m := c.newMember(peerURLs)
 	m.IsLearner = true
 	c.members = append(c.members, m)
 	c.revision++
 	c.raftIndex++
-	return cloneMember(m.Member), c.list(), nil
+	c.countLearners()
+	return m, nil
 }
 
 // MemberPromote implements etcdclient.Client.
@@ -377,15 +313,19 @@ func (c *Cluster) Status(_ context.Context, endpoint string) (etcdclient.Status,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.byEndpoint(endpoint)
-	if m == nil || !m.up {
+	if m == nil || !m.up || m.muted {
 		return etcdclient.Status{}, fail(Status, etcdclient.ErrUnavailable)
 	}
 	idx := c.raftIndex
+	v := c.version
+	if v == "" {
+		v = Version
+	}
 	return etcdclient.Status{
 		Endpoint:         endpoint,
 		ID:               m.ID,
 		Leader:           c.leader,
-		Version:          Version,
+		Version:          v,
 		DBSize:           1 << 20,
 		DBSizeInUse:      1 << 19,
 		RaftIndex:        idx,

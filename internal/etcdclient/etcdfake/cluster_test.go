@@ -44,7 +44,7 @@ func TestClusterLearnerLifecycle(t *testing.T) {
 	if _, err := c.MemberPromote(ctx, added.ID); !errors.Is(err, etcdclient.ErrLearnerNotReady) {
 		t.Fatalf("promote unstarted: %v, want ErrLearnerNotReady", err)
 	}
-	if err := c.StartLearner(added.ID, "m3", "http://m3:2379"); err != nil {
+	if err := c.Start(added.ID, "m3", "http://m3:2379"); err != nil {
 		t.Fatalf("StartLearner: %v", err)
 	}
 	if _, err := c.MemberPromote(ctx, added.ID); !errors.Is(err, etcdclient.ErrLearnerNotReady) {
@@ -162,7 +162,7 @@ func TestClusterLastVoterAndPromoteQuorum(t *testing.T) {
 	if err != nil {
 		t.Fatalf("add: %v", err)
 	}
-	if err := c.StartLearner(l.ID, "m1", "http://m1:2379"); err != nil {
+	if err := c.Start(l.ID, "m1", "http://m1:2379"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.MarkSynced(l.ID); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/etcd-operator/etcd-operator/hack/localcluster/cluster"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // TestUpAfterEveryProcessWasKilled is what CI meets: the session that left the cluster running
@@ -93,7 +94,7 @@ func releaseVolume(ctx context.Context, t *testing.T, cs kubernetes.Interface, p
 
 func waitPV(ctx context.Context, t *testing.T, cs kubernetes.Interface, pv string, phase corev1.PersistentVolumePhase) {
 	t.Helper()
-	err := poll(ctx, 60*time.Second, "PV "+pv+" to be "+string(phase), func() (bool, error) {
+	err := wait.Poll(ctx, pollEvery, 60*time.Second, "PV "+pv+" to be "+string(phase), func() (bool, error) {
 		got, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
 		if err != nil {
 			return false, err

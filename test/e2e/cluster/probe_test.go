@@ -23,6 +23,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 	"github.com/etcd-operator/etcd-operator/hack/localcluster/cluster"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // Timeouts of the probe's waits. Pods start in about a second here; node loss is detected
@@ -155,7 +156,7 @@ func (p *probe) perPodDNS(t *testing.T) {
 	for _, name := range p.members {
 		fqdn := fmt.Sprintf("%s.probe.%s.svc.%s", name, p.ns, cluster.DNSDomain)
 		want := p.pod(t, name).Status.PodIP
-		err := poll(ctx, dnsTimeout, "DNS "+fqdn, func() (bool, error) {
+		err := wait.Poll(ctx, pollEvery, dnsTimeout, "DNS "+fqdn, func() (bool, error) {
 			addrs, err := p.c.LookupHost(ctx, fqdn)
 			return err == nil && len(addrs) == 1 && addrs[0] == want, err
 		})
@@ -207,7 +208,7 @@ func (p *probe) evictionRefused(t *testing.T) {
 	var err error
 	// The disruption controller must first observe the Pods and compute the budget; until
 	// then evictions are refused for another reason, so wait for the 429 itself.
-	pollErr := poll(ctx, 30*time.Second, "the PDB to refuse an eviction", func() (bool, error) {
+	pollErr := wait.Poll(ctx, pollEvery, 30*time.Second, "the PDB to refuse an eviction", func() (bool, error) {
 		err = p.kube.PolicyV1().Evictions(p.ns).Evict(ctx, eviction)
 		if err == nil {
 			return false, errors.New("eviction of " + p.members[0] + " was allowed, want it refused")
@@ -357,7 +358,7 @@ func (p *probe) runClient(t *testing.T, name string, n cluster.Node, args ...str
 			t.Fatal(err)
 		}
 		var phase corev1.PodPhase
-		err := poll(ctx, clientPodTimeout, "client Pod "+podName+" to finish", func() (bool, error) {
+		err := wait.Poll(ctx, pollEvery, clientPodTimeout, "client Pod "+podName+" to finish", func() (bool, error) {
 			got, err := p.kube.CoreV1().Pods(p.ns).Get(ctx, podName, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -389,7 +390,7 @@ func (p *probe) pod(t *testing.T, name string) *corev1.Pod {
 func (p *probe) waitPodReady(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	err := poll(t.Context(), podReadyTimeout, "Pod "+name+" Ready", func() (bool, error) {
+	err := wait.Poll(t.Context(), pollEvery, podReadyTimeout, "Pod "+name+" Ready", func() (bool, error) {
 		var err error
 		pod, err = p.kube.CoreV1().Pods(p.ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
@@ -413,7 +414,7 @@ func (p *probe) waitNodeReady(ctx context.Context, name string, ready bool, time
 	if ready {
 		want = corev1.ConditionTrue
 	}
-	return poll(ctx, timeout, fmt.Sprintf("node %s Ready=%v", name, ready), func() (bool, error) {
+	return wait.Poll(ctx, pollEvery, timeout, fmt.Sprintf("node %s Ready=%v", name, ready), func() (bool, error) {
 		node, err := p.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -449,28 +450,4 @@ func (p *probe) dump(t *testing.T) {
 		}
 	}
 	t.Logf("component logs: %s", p.c.LogDir())
-}
-
-// poll calls check every pollEvery until it reports done or timeout passes.
-func poll(ctx context.Context, timeout time.Duration, what string, check func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		done, err := check()
-		if done && err == nil {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("waiting %s for %s: %w (last error: %w)", timeout, what, ctx.Err(), last)
-			}
-			return fmt.Errorf("waiting %s for %s: %w", timeout, what, ctx.Err())
-		case <-time.After(pollEvery):
-		}
-	}
 }

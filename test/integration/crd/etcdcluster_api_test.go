@@ -24,7 +24,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 )
 
-// The example of api.md §2.7, byte for byte: users' manifests must work unchanged.
+// The example of docs/api.md, "Example", byte for byte: users' manifests must work unchanged.
 const apiSpecExample = `
 apiVersion: etcd-operator.cozystack.io/v1alpha2
 kind: EtcdCluster
@@ -72,7 +72,7 @@ func TestManifestsFromTheDocsAreAcceptedUnchanged(t *testing.T) {
 		t.Fatalf("creating namespace tenant-a: %v", err)
 	}
 	if _, err := applyYAML(t, apiSpecExample, ""); err != nil {
-		t.Fatalf("the api.md example was rejected: %v", err)
+		t.Fatalf("the docs/api.md example was rejected: %v", err)
 	}
 	sample, err := os.ReadFile(filepath.Join(repoRoot(), "config", "samples", "etcdcluster.yaml"))
 	if err != nil {

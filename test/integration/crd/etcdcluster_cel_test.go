@@ -48,8 +48,8 @@ func runClusterCases(t *testing.T, cases []clusterCase) {
 
 func fns(f ...func(*etcdv1alpha2.EtcdCluster)) []func(*etcdv1alpha2.EtcdCluster) { return f }
 
-// TestEtcdClusterReferenceRules covers rules 1–13 and F1–F5 of api.md §2.3, each with an accepted
-// and a rejected object.
+// TestEtcdClusterReferenceRules covers rules 1–13 and F1–F5 of docs/api.md, "EtcdCluster rules",
+// each with an accepted and a rejected object.
 func TestEtcdClusterReferenceRules(t *testing.T) {
 	t.Parallel()
 	runClusterCases(t, []clusterCase{
@@ -184,7 +184,8 @@ func setVersion(v string) func(*etcdv1alpha2.EtcdCluster) {
 	return func(c *etcdv1alpha2.EtcdCluster) { c.Spec.Version = v }
 }
 
-// TestEtcdClusterProjectRules covers rules 14–18 of api.md §2.3, which this project adds.
+// TestEtcdClusterProjectRules covers rules 14–18 of docs/api.md, "EtcdCluster rules", which this
+// project adds.
 func TestEtcdClusterProjectRules(t *testing.T) {
 	t.Parallel()
 	runClusterCases(t, []clusterCase{

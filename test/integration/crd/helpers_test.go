@@ -13,16 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
 )
 
 // newNamespace creates a namespace for one test, so tests never see each other's objects.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crd-"}}
-	if err := k8sClient.Create(t.Context(), ns); err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	return ns.Name
+	return apiserver.NewNamespace(t, k8sClient, "crd-")
 }
 
 // minimalCluster is the smallest EtcdCluster a user can write.

@@ -29,7 +29,15 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
+// parallel is how many tests run at once unless -parallel says otherwise: each waits on the
+// API server.
+const parallel = 8
+
 func TestMain(m *testing.M) {
+	if err := apiserver.DefaultParallel(parallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(run(m))
 }
 

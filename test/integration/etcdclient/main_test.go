@@ -82,8 +82,8 @@ func retry(ctx context.Context, f func(context.Context) error, retryable ...erro
 }
 
 // initialCluster builds the --initial-cluster of a member joining at runtime from etcd's member
-// list, as the operator does (behaviour.md §6): each member's first peer URL, named by its name
-// or, for the not-yet-started joiner, by the name it will start with.
+// list, as the operator does (docs/design/membership-flows.md, "Scale up"): each member's first
+// peer URL, named by its name or, for the not-yet-started joiner, by the name it will start with.
 func initialCluster(list []etcdclient.Member, name, peerURL string) string {
 	parts := make([]string, 0, len(list))
 	for _, m := range list {

@@ -190,7 +190,7 @@ func TestMemberRemoveNeedsQuorum(t *testing.T) {
 		t.Fatalf("waiting for m1: %v", err)
 	}
 	// ErrTimeout means "maybe applied later": a retry then finds the member gone, which an
-	// idempotent remove counts as success (behaviour.md §3).
+	// idempotent remove counts as success (docs/design/crash-safety.md, "Rules every step follows").
 	if _, err := retry(ctx, func(ctx context.Context) error {
 		_, err := cli.MemberRemove(ctx, ids["m2"])
 		if errors.Is(err, etcdclient.ErrMemberNotFound) {

@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // TestAllowDeletionWaitsForQuorum deletes a member of a 3-member cluster whose other members
@@ -25,14 +27,14 @@ func TestAllowDeletionWaitsForQuorum(t *testing.T) {
 	w.startController()
 	const name = "allow"
 	w.newCluster(name, 3)
-	eventually(t, convergeTimeout, "3 members", w.converged(name, 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged(name, 3))
 	ms, err := w.members(t.Context(), name)
 	if err != nil || len(ms) != 3 {
 		t.Fatalf("members: %d, %v", len(ms), err)
 	}
 	down, deleted := ms[0].Name, ms[1].Name
 	w.setUnready(down, true)
-	eventually(t, convergeTimeout, down+" seen down", func() error {
+	wait.Eventually(t, convergeTimeout, down+" seen down", func() error {
 		av := meta.FindStatusCondition(w.cluster(name).Status.Conditions, etcdv1alpha2.ConditionAvailable)
 		if w.cluster(name).Status.ReadyMembers != 2 {
 			return fmt.Errorf("readyMembers %d, Available %+v: %w", w.cluster(name).Status.ReadyMembers, av, errNotYet)
@@ -52,7 +54,7 @@ func TestAllowDeletionWaitsForQuorum(t *testing.T) {
 	if err := k8s.Delete(t.Context(), victim); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "the deletion refused, with the reason", func() error {
+	wait.Eventually(t, convergeTimeout, "the deletion refused, with the reason", func() error {
 		p := meta.FindStatusCondition(w.cluster(name).Status.Conditions, etcdv1alpha2.ConditionProgressing)
 		if p == nil || p.Reason != membership.ReasonWaitingForHealthyMembers ||
 			!strings.Contains(p.Message, "the deletion of "+deleted) || !strings.Contains(p.Message, "quorum") || !strings.Contains(p.Message, down) {
@@ -60,12 +62,12 @@ func TestAllowDeletionWaitsForQuorum(t *testing.T) {
 		}
 		return nil
 	})
-	if n := countCalls(w.fake(name), "MemberRemove("); n != 0 {
-		t.Fatalf("%d MemberRemove calls while removing would break quorum: %v", n, w.fake(name).mutations())
+	if n := countCalls(w.fake(name), etcdfake.MemberRemove, ""); n != 0 {
+		t.Fatalf("%d MemberRemove calls while removing would break quorum: %v", n, w.fake(name).Mutations())
 	}
 
 	w.setUnready(down, false)
-	eventually(t, convergeTimeout, "the allowed deletion done and the member replaced", func() error {
+	wait.Eventually(t, convergeTimeout, "the allowed deletion done and the member replaced", func() error {
 		if err := w.converged(name, 3)(); err != nil {
 			return err
 		}

@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 func TestBootstrapOneMember(t *testing.T) {
@@ -22,7 +24,7 @@ func TestBootstrapOneMember(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newCluster("one", 1)
-	eventually(t, convergeTimeout, "one member converged", w.converged("one", 1))
+	wait.Eventually(t, convergeTimeout, "one member converged", w.converged("one", 1))
 
 	c := w.cluster("one")
 	ms, err := w.members(t.Context(), "one")
@@ -39,14 +41,14 @@ func TestBootstrapOneMember(t *testing.T) {
 	if ref := metav1.GetControllerOf(&m); ref == nil || ref.UID != c.UID {
 		t.Errorf("seed controller = %+v, want the cluster", ref)
 	}
-	etcd := w.fake("one").snapshot()
+	etcd := w.fake("one").Members()
 	if want := membership.SeedClusterID(etcd[0].ID); c.Status.ClusterID != want {
 		t.Errorf("clusterID = %q, want %q", c.Status.ClusterID, want)
 	}
 	if want := membership.Token(w.ns, "one", string(c.UID)); c.Status.ClusterToken != want || m.Spec.ClusterToken != want {
 		t.Errorf("tokens = %q / %q, want %q", c.Status.ClusterToken, m.Spec.ClusterToken, want)
 	}
-	if c.Status.Selector != etcdv1alpha2.LabelCluster+"=one" || c.Status.RunningVersion != fakeVersion {
+	if c.Status.Selector != etcdv1alpha2.LabelCluster+"=one" || c.Status.RunningVersion != etcdfake.Version {
 		t.Errorf("selector %q runningVersion %q", c.Status.Selector, c.Status.RunningVersion)
 	}
 	for _, name := range []string{"one", "one-client"} {
@@ -57,10 +59,10 @@ func TestBootstrapOneMember(t *testing.T) {
 	if n, err := w.pdbMinAvailable(t.Context(), "one"); err != nil || n != 1 {
 		t.Errorf("PDB minAvailable = %d (%v), want 1", n, err)
 	}
-	if got := w.fake("one").mutations(); len(got) != 0 {
+	if got := w.fake("one").Mutations(); len(got) != 0 {
 		t.Errorf("a one-member bootstrap made etcd mutations: %v", got)
 	}
-	eventually(t, convergeTimeout, "bootstrap Events", w.eventsOnce("one", "SeedCreated", "ClusterBootstrapped"))
+	wait.Eventually(t, convergeTimeout, "bootstrap Events", w.eventsOnce("one", "SeedCreated", "ClusterBootstrapped"))
 
 	// additionalMetadata reaches the Services and the member in place.
 	before := c.DeepCopy()
@@ -68,8 +70,8 @@ func TestBootstrapOneMember(t *testing.T) {
 	if err := k8s.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "additionalMetadata applied in place", w.labelledInPlace("one", "team", "db"))
-	eventually(t, convergeTimeout, "converged on the new generation", w.converged("one", 1))
+	wait.Eventually(t, convergeTimeout, "additionalMetadata applied in place", w.labelledInPlace("one", "team", "db"))
+	wait.Eventually(t, convergeTimeout, "converged on the new generation", w.converged("one", 1))
 }
 
 // TestBootstrapThreeMembers checks the whole bootstrap of 3 and, while it runs, what status and
@@ -82,25 +84,17 @@ func TestBootstrapThreeMembers(t *testing.T) {
 	w.newCluster("three", 3)
 
 	obs := &bootstrapObserver{t: t, w: w, name: "three"}
-	eventually(t, convergeTimeout, "three members converged", obs.check)
+	wait.Eventually(t, convergeTimeout, "three members converged", obs.check)
 	if !obs.sawBelowTarget || !obs.sawPDB {
 		t.Logf("observed BelowTargetQuorum=%v, PDB during bootstrap=%v (timing-dependent)", obs.sawBelowTarget, obs.sawPDB)
 	}
 	f := w.fake("three")
-	if f.maxLearn > 1 {
-		t.Errorf("etcd listed %d learners at once", f.maxLearn)
+	if n := f.MostLearners(); n > 1 {
+		t.Errorf("etcd listed %d learners at once", n)
 	}
-	adds, promotes := 0, 0
-	for _, call := range f.mutations() {
-		switch {
-		case strings.HasPrefix(call, "MemberAddAsLearner"):
-			adds++
-		case strings.HasPrefix(call, "MemberPromote"):
-			promotes++
-		}
-	}
+	adds, promotes := f.Count(etcdfake.MemberAddAsLearner), f.Count(etcdfake.MemberPromote)
 	if adds != 2 {
-		t.Errorf("learner adds = %d, want 2: %v", adds, f.mutations())
+		t.Errorf("learner adds = %d, want 2: %v", adds, f.Mutations())
 	}
 	if promotes < 2 {
 		t.Errorf("promotions = %d, want at least 2", promotes)

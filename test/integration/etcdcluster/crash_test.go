@@ -15,6 +15,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/failpoint"
 )
 
@@ -24,12 +25,14 @@ const crashTimeout = 60 * time.Second
 // crashDriver runs reconcilers by hand, as an operator process would: one "life" is a Reconciler
 // with an empty memory and uncached reads (the coldest possible cache). When the armed failpoint
 // is reached, that life's goroutine is parked forever — like a killed process it writes nothing
-// more, not even its deferred status patch — and the next pass runs in a new life.
+// more, not even its deferred status patch — and the next pass runs in a new life. Its passes
+// carry a failpoint.Set of their own, so crash tests run in parallel, each in its namespace.
 type crashDriver struct {
 	t       *testing.T
 	w       *world
 	req     ctrl.Request
 	life    *etcdcluster.Reconciler
+	points  failpoint.Set
 	hits    chan string
 	lives   int
 	reached map[string]bool
@@ -43,29 +46,33 @@ func newCrashDriver(t *testing.T, w *world, cluster string) *crashDriver {
 	d := &crashDriver{t: t, w: w, req: ctrl.Request{NamespacedName: client.ObjectKey{Namespace: w.ns, Name: cluster}},
 		hits: make(chan string, 1), reached: map[string]bool{}}
 	d.restart()
+	t.Cleanup(d.disarm)
 	return d
 }
 
 func (d *crashDriver) restart() {
 	d.lives++
-	d.life = etcdcluster.New(k8s, k8s, &events.FakeRecorder{}, d.w.pool,
-		etcdcluster.WithResyncJitter(noJitter), etcdcluster.WithOrphanMemberGrace(time.Second))
+	opts := append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter), etcdcluster.WithOrphanMemberGrace(time.Second)}, d.w.settles()...)
+	d.life = etcdcluster.New(k8s, k8s, &events.FakeRecorder{}, d.w.pool, opts...)
 }
 
 // arm makes the first hit of step crash the current life.
 func (d *crashDriver) arm(step string) {
-	failpoint.SetAction(step, func(s string) {
-		failpoint.Disarm()
+	d.points.SetAction(step, func(s string) {
+		d.points.Disarm()
 		d.hits <- s
 		select {} // a dead process does nothing more
 	})
 }
 
+// disarm clears the armed step.
+func (d *crashDriver) disarm() { d.points.Disarm() }
+
 // armEvery makes every hit of step crash the current life, as ETCD_OPERATOR_FAILPOINT does to
 // the operator process each time it restarts: the step stays armed until the test ends.
 func (d *crashDriver) armEvery(step string, maxCrashes int) {
 	d.maxCrashes = maxCrashes
-	failpoint.SetAction(step, func(s string) {
+	d.points.SetAction(step, func(s string) {
 		d.hits <- s
 		select {} // a dead process does nothing more
 	})
@@ -74,8 +81,9 @@ func (d *crashDriver) armEvery(step string, maxCrashes int) {
 // pass runs one reconcile in the current life; a crash starts the next life.
 func (d *crashDriver) pass() error {
 	done := make(chan error, 1)
+	ctx := failpoint.NewContext(context.Background(), &d.points)
 	go func() {
-		_, err := d.life.Reconcile(context.Background(), d.req)
+		_, err := d.life.Reconcile(ctx, d.req)
 		done <- err
 	}()
 	select {
@@ -97,7 +105,7 @@ func (d *crashDriver) until(what string, check func() error) {
 		if perr := d.pass(); perr != nil && !strings.Contains(perr.Error(), "conflict") {
 			d.t.Logf("pass: %v", perr)
 		}
-		if n := d.w.fake(d.req.Name).maxLearn; n > 1 {
+		if n := d.w.fake(d.req.Name).MostLearners(); n > 1 {
 			d.t.Fatalf("etcd listed %d learners at once", n)
 		}
 		if d.maxCrashes > 0 && d.lives-1 > d.maxCrashes {
@@ -116,21 +124,19 @@ func (d *crashDriver) until(what string, check func() error) {
 // mutation and every Kubernetes write of bootstrap, scale-up, scale-down (leadership moved away
 // first), pause and resume — restarts it cold, and checks that the cluster converges with no
 // orphan, duplicate, pending or unstarted member and never more than one learner.
-//
-// Failpoints are process-wide, so this test runs alone: it is not parallel, and Go starts the
-// parallel tests of the package only after it returned.
 func TestCrashConsistency(t *testing.T) {
+	t.Parallel()
 	for _, step := range failpoint.Names {
 		if step == failpoint.AlarmDisarmed || step == failpoint.TemplateAuthorised {
 			continue // only a replacement (TestCrashDuringReplacement) or a roll (TestCrashDuringRoll) reaches it
 		}
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			name := "crash"
 			w.newCluster(name, 3)
 			d := newCrashDriver(t, w, name)
 			d.arm(step)
-			t.Cleanup(failpoint.Disarm)
 
 			d.until("bootstrap of 3", w.converged(name, 3))
 			if slices.Contains(readoptSteps, step) {
@@ -139,7 +145,9 @@ func TestCrashConsistency(t *testing.T) {
 			}
 			if step == failpoint.OrphanRemoved {
 				// A learner nobody explains, as left by an add whose member was then deleted.
-				w.fake(name).addOrphan("http://stray." + name + "." + w.ns + ".svc:2380")
+				if _, err := w.fake(name).PlantLearner("http://stray." + name + "." + w.ns + ".svc:2380"); err != nil {
+					t.Fatal(err)
+				}
 				d.until("orphan learner removed", w.converged(name, 3))
 				if !d.reached[step] {
 					t.Errorf("failpoint %s was never reached", step)
@@ -160,7 +168,7 @@ func TestCrashConsistency(t *testing.T) {
 			if d.lives < 2 {
 				t.Errorf("the reconciler never crashed")
 			}
-			checkNoDuplicateAdds(t, w.fake(name).mutations())
+			checkNoDuplicateAdds(t, w.fake(name).Mutations())
 		})
 	}
 }
@@ -179,7 +187,13 @@ func leadAndGoFirst(t *testing.T, w *world, name string) {
 			newest = m
 		}
 	}
-	w.fake(name).lead(newest.Status.MemberID)
+	id, err := etcdclient.ParseID(newest.Status.MemberID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.fake(name).Elect(id); err != nil {
+		t.Fatal(err)
+	}
 	before := newest.DeepCopy()
 	newest.Annotations = map[string]string{etcdv1alpha2.AnnotationRemoveFirst: "test"}
 	if err := k8s.Patch(t.Context(), &newest, client.MergeFrom(before)); err != nil {
@@ -202,17 +216,17 @@ func (w *world) paused(name string) func() error {
 }
 
 // checkNoDuplicateAdds fails when a peer URL was added twice while it was a member.
-func checkNoDuplicateAdds(t *testing.T, calls []string) {
+func checkNoDuplicateAdds(t *testing.T, calls []etcdfake.Call) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, c := range calls {
-		if !strings.HasPrefix(c, "MemberAddAsLearner(") {
+		if c.Method != etcdfake.MemberAddAsLearner {
 			continue
 		}
-		if seen[c] {
+		if seen[c.Arg] {
 			t.Errorf("duplicate add: %s (calls %v)", c, calls)
 		}
-		seen[c] = true
+		seen[c.Arg] = true
 	}
 }
 
@@ -224,12 +238,12 @@ const recurringCrashes = 3
 // operator's environment variable does: the pass after the crash must not hit the hook again
 // (its stamp is already there, so it writes nothing), or bootstrap never gets past B2.
 func TestCrashEveryTimeAtSeedVoterStamped(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	name := "stamp"
 	w.newCluster(name, 2)
 	d := newCrashDriver(t, w, name)
 	d.armEvery(failpoint.SeedVoterStamped, recurringCrashes)
-	t.Cleanup(failpoint.Disarm)
 
 	d.until("bootstrap of 2", w.converged(name, 2))
 	if !d.reached[failpoint.SeedVoterStamped] {
@@ -242,6 +256,7 @@ func TestCrashEveryTimeAtSeedVoterStamped(t *testing.T) {
 // cluster converges at the new size with exactly the membership changes the change asks for — no
 // member of the old size removed by a scale-up, none added by a scale-down.
 func TestCrashAfterSpecChange(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		step     string
 		from, to int32
@@ -256,16 +271,16 @@ func TestCrashAfterSpecChange(t *testing.T) {
 		{failpoint.PVCDeleted, 2, 1},
 	} {
 		t.Run(fmt.Sprintf("%s-scale-%d-%d", tc.step, tc.from, tc.to), func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			name := "change"
 			w.newCluster(name, tc.from)
 			d := newCrashDriver(t, w, name)
 			d.until(fmt.Sprintf("bootstrap of %d", tc.from), w.converged(name, int(tc.from)))
 			before := memberNames(t, w, name)
-			done := len(w.fake(name).mutations())
+			done := len(w.fake(name).Mutations())
 
 			d.armEvery(tc.step, recurringCrashes)
-			t.Cleanup(failpoint.Disarm)
 			w.setReplicas(name, tc.to)
 			d.until(fmt.Sprintf("scale %d→%d", tc.from, tc.to), w.converged(name, int(tc.to)))
 			after := memberNames(t, w, name)
@@ -279,10 +294,10 @@ func TestCrashAfterSpecChange(t *testing.T) {
 					t.Errorf("member churn: %s is among the %d members %v but not among the %d members %v", m, len(small), small, len(large), large)
 				}
 			}
-			adds, removes := distinctMembershipCalls(w.fake(name).mutations()[done:])
+			adds, removes := distinctMembershipCalls(w.fake(name).Mutations()[done:])
 			wantAdds, wantRemoves := max(int(tc.to-tc.from), 0), max(int(tc.from-tc.to), 0)
 			if len(adds) != wantAdds || len(removes) != wantRemoves {
-				t.Errorf("etcd saw %d adds and %d removes, want %d and %d: %v", len(adds), len(removes), wantAdds, wantRemoves, w.fake(name).mutations()[done:])
+				t.Errorf("etcd saw %d adds and %d removes, want %d and %d: %v", len(adds), len(removes), wantAdds, wantRemoves, w.fake(name).Mutations()[done:])
 			}
 			if !d.reached[tc.step] {
 				t.Errorf("failpoint %s was never reached", tc.step)
@@ -311,32 +326,31 @@ func memberNames(t *testing.T, w *world, cluster string) map[string]bool {
 // and have its alarm disarmed. Converged at 3 without the corrupt member, exactly one removal
 // and one add reach etcd, and no alarm is left.
 func TestCrashDuringReplacement(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{
 		failpoint.LeaderMoved, failpoint.RemovalReasonSet, failpoint.MemberRemoved, failpoint.MemberDeleted,
 		failpoint.PVCDeleted, failpoint.AlarmDisarmed, failpoint.MemberCreated, failpoint.LearnerAdded,
 		failpoint.LearnerInitialClusterPatched, failpoint.LearnerPromoted,
 	} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			name := "replace"
 			w.newCluster(name, 3)
 			d := newCrashDriver(t, w, name)
 			d.until("bootstrap of 3", w.converged(name, 3))
 			f := w.fake(name)
-			f.mu.Lock()
-			corrupt := f.leader
-			f.mu.Unlock()
+			corrupt := f.Leader()
 			var victim string
-			for _, m := range f.snapshot() {
+			for _, m := range f.Members() {
 				if m.ID == corrupt {
 					victim = m.Name
 				}
 			}
-			done := len(f.mutations())
+			done := len(f.Mutations())
 
 			d.armEvery(step, recurringCrashes)
-			t.Cleanup(failpoint.Disarm)
-			f.raiseAlarm(etcdclient.Alarm{MemberID: corrupt, Type: etcdclient.AlarmCorrupt})
+			f.RaiseAlarm(etcdclient.Alarm{MemberID: corrupt, Type: etcdclient.AlarmCorrupt})
 			d.until("corrupt leader replaced", func() error {
 				if err := w.converged(name, 3)(); err != nil {
 					return err
@@ -344,14 +358,14 @@ func TestCrashDuringReplacement(t *testing.T) {
 				if memberNames(t, w, name)[victim] {
 					return fmt.Errorf("%s is still an EtcdMember: %w", victim, errNotYet)
 				}
-				if a := f.activeAlarms(); len(a) > 0 {
+				if a := f.Alarms(); len(a) > 0 {
 					return fmt.Errorf("alarms %v: %w", a, errNotYet)
 				}
 				return nil
 			})
-			adds, removes := distinctMembershipCalls(f.mutations()[done:])
-			if len(adds) != 1 || len(removes) != 1 || !removes["MemberRemove("+etcdclient.FormatID(corrupt)+")"] {
-				t.Errorf("etcd saw adds %v and removes %v, want one add and the removal of %s: %v", adds, removes, etcdclient.FormatID(corrupt), f.mutations()[done:])
+			adds, removes := distinctMembershipCalls(f.Mutations()[done:])
+			if len(adds) != 1 || len(removes) != 1 || !removes[etcdclient.FormatID(corrupt)] {
+				t.Errorf("etcd saw adds %v and removes %v, want one add and the removal of %s: %v", adds, removes, etcdclient.FormatID(corrupt), f.Mutations()[done:])
 			}
 			if !d.reached[step] {
 				t.Errorf("failpoint %s was never reached", step)
@@ -360,16 +374,16 @@ func TestCrashDuringReplacement(t *testing.T) {
 	}
 }
 
-// distinctMembershipCalls are the distinct adds and removes among calls: a retry of a call etcd
-// refused is the same change.
-func distinctMembershipCalls(calls []string) (adds, removes map[string]bool) {
+// distinctMembershipCalls are the distinct adds (by peer URLs) and removes (by member ID) among
+// calls: a retry of a call etcd refused is the same change.
+func distinctMembershipCalls(calls []etcdfake.Call) (adds, removes map[string]bool) {
 	adds, removes = map[string]bool{}, map[string]bool{}
 	for _, c := range calls {
-		switch {
-		case strings.HasPrefix(c, "MemberAddAsLearner("):
-			adds[c] = true
-		case strings.HasPrefix(c, "MemberRemove("):
-			removes[c] = true
+		switch c.Method {
+		case etcdfake.MemberAddAsLearner:
+			adds[c.Arg] = true
+		case etcdfake.MemberRemove:
+			removes[c.Arg] = true
 		}
 	}
 	return adds, removes

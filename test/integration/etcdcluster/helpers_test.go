@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,7 +26,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
 )
 
 // Test timings. Waits poll; nothing sleeps for a fixed time to let something happen.
@@ -35,7 +36,21 @@ const (
 	convergeTimeout = 60 * time.Second
 	pollInterval    = 100 * time.Millisecond
 	kubeletTick     = 100 * time.Millisecond
+	// fakeSettles stand in for etcd's 5 s strict reconfiguration check, which the fake does
+	// not enforce, and for the roll's 10 s RollSettle, which the fake kubelet's Pods, Ready
+	// the moment they run, gain nothing from: the planner still waits for them, only shorter.
+	// Worlds of real etcd processes keep the production settles.
+	fakeStrictReconfigSettle = 500 * time.Millisecond
+	fakeRollSettle           = time.Second
 )
+
+// settles returns the controller option that shortens the settle times in a fake world.
+func (w *world) settles() []etcdcluster.Option {
+	if w.real != nil {
+		return nil
+	}
+	return []etcdcluster.Option{etcdcluster.WithSettles(fakeStrictReconfigSettle, fakeRollSettle)}
+}
 
 func noJitter(d time.Duration) time.Duration { return d }
 
@@ -46,7 +61,7 @@ type world struct {
 	pool *etcdclient.Pool
 
 	mu      sync.Mutex
-	fakes   map[string]*fakeEtcd
+	fakes   map[string]*etcdfake.Cluster
 	unready map[string]bool // member Pods the kubelet reports not Ready
 	// kubeletOnly leaves Pods, PVCs and member status to the real EtcdMember controller: the
 	// fake then only runs the Pods it creates and their etcd processes.
@@ -65,17 +80,14 @@ func (w *world) etcdMembers(name string) []etcdclient.Member {
 	if w.real != nil {
 		return w.real.snapshot()
 	}
-	return w.fake(name).snapshot()
+	return w.fake(name).Members()
 }
 
 // newWorld creates a namespace and starts the fake kubelet in it.
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "etcdcluster-"}}
-	if err := k8s.Create(t.Context(), ns); err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	w := &world{t: t, ns: ns.Name, pool: etcdclient.NewPool(etcdclient.WithDialer(net0.dial)), fakes: map[string]*fakeEtcd{}}
+	ns := apiserver.NewNamespace(t, k8s, "etcdcluster-")
+	w := &world{t: t, ns: ns, pool: etcdclient.NewPool(etcdclient.WithDialer(net0.dial)), fakes: map[string]*etcdfake.Cluster{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -94,13 +106,14 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// fake returns the etcd fake of cluster name.
-func (w *world) fake(name string) *fakeEtcd {
+// fake returns the etcd fake of cluster name: a cluster with no member until its seed's
+// process forms it.
+func (w *world) fake(name string) *etcdfake.Cluster {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	f := w.fakes[name]
 	if f == nil {
-		f = &fakeEtcd{}
+		f = etcdfake.NewCluster(0)
 		w.fakes[name] = f
 	}
 	return f
@@ -120,7 +133,7 @@ func (w *world) startController(opts ...etcdcluster.Option) {
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
 	}
-	opts = append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter)}, opts...)
+	opts = append(append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter)}, w.settles()...), opts...)
 	if err := etcdcluster.NewFromManager(mgr, w.pool, opts...).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -180,20 +193,6 @@ func (w *world) members(ctx context.Context, cluster string) ([]etcdv1alpha2.Etc
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-// eventually polls f until it returns nil or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(pollInterval)
-	}
-	t.Fatalf("%s: not true after %s: %v", what, timeout, err)
 }
 
 // converged checks the end state of a cluster of n members: n voters in etcd, each an

@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // countingClient wraps the real API client and counts writes.
@@ -59,7 +60,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newCluster("idle", 3)
-	eventually(t, convergeTimeout, "3 members", w.converged("idle", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("idle", 3))
 
 	var writes atomic.Int64
 	c := countingClient(t, &writes)
@@ -67,7 +68,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: w.ns, Name: "idle"}}
 	// The first pass of a new reconciler may still see the running controller's last step land;
 	// from then on, passes over an unchanged world must write nothing.
-	eventually(t, convergeTimeout, "a quiet pass", func() error {
+	wait.Eventually(t, convergeTimeout, "a quiet pass", func() error {
 		writes.Store(0)
 		if _, err := r.Reconcile(context.Background(), req); err != nil {
 			return err
@@ -77,7 +78,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	mutations := len(w.fake("idle").mutations())
+	mutations := len(w.fake("idle").Mutations())
 	dials := w.pool.Dials()
 	for i := range 5 {
 		res, err := r.Reconcile(t.Context(), req)
@@ -91,7 +92,7 @@ func TestIdlePassWritesNothing(t *testing.T) {
 	if n := writes.Load(); n != 0 {
 		t.Errorf("5 idle passes made %d API writes", n)
 	}
-	if got := w.fake("idle").mutations(); len(got) != mutations {
+	if got := w.fake("idle").Mutations(); len(got) != mutations {
 		t.Errorf("idle passes made etcd mutations: %v", got[mutations:])
 	}
 	if d := w.pool.Dials(); d != dials {
@@ -106,7 +107,7 @@ func TestClusterDeletion(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	c := w.newCluster("del", 1)
-	eventually(t, convergeTimeout, "1 member", w.converged("del", 1))
+	wait.Eventually(t, convergeTimeout, "1 member", w.converged("del", 1))
 	ms, _ := w.members(t.Context(), "del")
 	for _, m := range ms {
 		if ref := ownerUID(m.OwnerReferences); ref != string(c.UID) {
@@ -116,19 +117,19 @@ func TestClusterDeletion(t *testing.T) {
 	if err := k8s.Delete(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "etcd client closed", func() error {
+	wait.Eventually(t, convergeTimeout, "etcd client closed", func() error {
 		if n := w.pool.Len(); n != 0 {
 			return fmt.Errorf("%d pooled clients", n)
 		}
 		return nil
 	})
-	before := len(w.fake("del").mutations())
+	before := len(w.fake("del").Mutations())
 	var list etcdv1alpha2.EtcdMemberList
 	if err := k8s.List(t.Context(), &list, client.InNamespace(w.ns)); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(w.fake("del").mutations()); got != before {
-		t.Errorf("etcd mutations after the cluster was deleted: %v", w.fake("del").mutations()[before:])
+	if got := len(w.fake("del").Mutations()); got != before {
+		t.Errorf("etcd mutations after the cluster was deleted: %v", w.fake("del").Mutations()[before:])
 	}
 }
 

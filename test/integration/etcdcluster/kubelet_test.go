@@ -15,6 +15,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -60,7 +61,7 @@ func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) er
 			podOf[pod.Name] = pod
 			continue
 		}
-		f.stop("http://" + desired.MemberHost(pod.Name, c.Name, c.Namespace) + ":2380")
+		stopEtcd(f, "http://"+desired.MemberHost(pod.Name, c.Name, c.Namespace)+":2380")
 		errs = append(errs, client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))))
 	}
 	for i := range members {
@@ -69,7 +70,7 @@ func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) er
 	return errors.Join(errs...)
 }
 
-func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fakeEtcd, m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) error {
+func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *etcdfake.Cluster, m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) error {
 	if w.kubeletOnly {
 		return w.kubelet(ctx, c, f, m, pod)
 	}
@@ -79,7 +80,7 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 	case !wantPod && pod != nil, pod != nil && restartForTemplate(m, pod):
 		// Gone, or a rolling-update restart (the EtcdMember controller's rule: a PVC member's
 		// Pod whose hash differs from the authorised one); the Pod comes back next tick.
-		f.stop(peer)
+		stopEtcd(f, peer)
 		if err := client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))); err != nil {
 			return err
 		}
@@ -98,10 +99,10 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 	if pod != nil {
 		clientURL := membership.ClientURL(pod.Status.PodIP, false)
 		if m.Spec.Bootstrap && c.Status.ClusterID == "" {
-			f.bootstrap(m.Name, peer, clientURL)
+			f.Seed(m.Name, peer, clientURL)
 		}
-		f.start(m.Name, peer, clientURL)
-		for _, e := range f.snapshot() {
+		runEtcd(f, m.Name, peer, clientURL)
+		for _, e := range f.Members() {
 			if e.Name == m.Name && !e.IsLearner {
 				voter = true
 			}
@@ -117,7 +118,7 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 }
 
 // runPod creates the member's Pod and makes it Running and Ready with a fresh IP.
-func (w *world) runPod(ctx context.Context, f *fakeEtcd, m *etcdv1alpha2.EtcdMember) (*corev1.Pod, error) {
+func (w *world) runPod(ctx context.Context, f *etcdfake.Cluster, m *etcdv1alpha2.EtcdMember) (*corev1.Pod, error) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, Labels: desired.MemberLabels(m.Spec.ClusterName, m.Name),
@@ -289,13 +290,13 @@ func (w *world) isUnready(name string) bool {
 
 // kubelet runs the Pod the real EtcdMember controller created: a new Pod gets an IP and becomes
 // Running and Ready, a terminating one is removed at once, and the member's etcd process follows.
-func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fakeEtcd, m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) error {
+func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *etcdfake.Cluster, m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) error {
 	peer := desired.PeerURL(m)
 	switch {
 	case pod == nil:
 		return nil
 	case !pod.DeletionTimestamp.IsZero():
-		f.stop(peer)
+		stopEtcd(f, peer)
 		return client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))
 	case pod.Status.PodIP == "" && !w.schedulable(pod):
 		return w.unschedulable(ctx, pod)
@@ -310,14 +311,14 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *fak
 	}
 	if w.isUnready(m.Name) {
 		// Its process is down: etcd cannot reach it and its Pod is not Ready.
-		f.stop(peer)
+		stopEtcd(f, peer)
 		return w.podReadiness(ctx, pod, false)
 	}
 	clientURL := membership.ClientURL(pod.Status.PodIP, false)
 	if m.Spec.Bootstrap && c.Status.ClusterID == "" {
-		f.bootstrap(m.Name, peer, clientURL)
+		f.Seed(m.Name, peer, clientURL)
 	}
-	f.start(m.Name, peer, clientURL)
+	runEtcd(f, m.Name, peer, clientURL)
 	return w.podReadiness(ctx, pod, true)
 }
 

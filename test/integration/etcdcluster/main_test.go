@@ -32,7 +32,15 @@ func zapLevel() zapcore.Level {
 	return zapcore.ErrorLevel
 }
 
+// parallel is how many tests run at once unless -parallel says otherwise: crash tests and fake
+// worlds mostly wait, for requeues and the fake kubelet's ticks.
+const parallel = 16
+
 func TestMain(m *testing.M) {
+	if err := apiserver.DefaultParallel(parallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(run(m))
 }
 

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // TestWithMemberController runs both controllers: the EtcdMember controller creates PVCs and
@@ -19,11 +21,11 @@ func TestWithMemberController(t *testing.T) {
 	w.kubeletOnly = true
 	w.startController()
 	w.newCluster("both", 3)
-	eventually(t, convergeTimeout, "3 members", w.converged("both", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("both", 3))
 
 	w.setReplicas("both", 1)
-	eventually(t, convergeTimeout, "1 member", w.converged("both", 1))
-	eventually(t, convergeTimeout, "removed members and their PVCs gone", func() error {
+	wait.Eventually(t, convergeTimeout, "1 member", w.converged("both", 1))
+	wait.Eventually(t, convergeTimeout, "removed members and their PVCs gone", func() error {
 		ms, err := w.members(context.Background(), "both")
 		if err != nil {
 			return err
@@ -44,7 +46,7 @@ func TestWithMemberController(t *testing.T) {
 	})
 
 	w.setReplicas("both", 0)
-	eventually(t, convergeTimeout, "paused", w.paused("both"))
+	wait.Eventually(t, convergeTimeout, "paused", w.paused("both"))
 	w.setReplicas("both", 3)
-	eventually(t, convergeTimeout, "resumed to 3", w.converged("both", 3))
+	wait.Eventually(t, convergeTimeout, "resumed to 3", w.converged("both", 3))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +14,9 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/failpoint"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // readoptSteps are the failpoints of re-adoption; TestCrashConsistency runs crashReadopt for them.
@@ -29,7 +30,7 @@ var readoptSteps = []string{failpoint.MemberReadopted, failpoint.ReadoptedMember
 func crashReadopt(t *testing.T, w *world, d *crashDriver, name, step string) {
 	t.Helper()
 	ids := memberIDs(t, w, name)
-	done := len(w.fake(name).mutations())
+	done := len(w.fake(name).Mutations())
 	names := slices.Sorted(maps.Keys(ids))
 
 	forceDelete(t, w, names[1])
@@ -45,9 +46,9 @@ func crashReadopt(t *testing.T, w *world, d *crashDriver, name, step string) {
 	if !d.reached[step] && step != failpoint.ReadoptedMemberIDSet {
 		t.Errorf("failpoint %s was never reached re-adopting every member", step)
 	}
-	for _, c := range w.fake(name).mutations()[done:] {
-		if strings.HasPrefix(c, "MemberAddAsLearner(") || strings.HasPrefix(c, "MemberRemove(") {
-			t.Errorf("re-adoption changed etcd's membership: %v", w.fake(name).mutations()[done:])
+	for _, c := range w.fake(name).Mutations()[done:] {
+		if c.Method == etcdfake.MemberAddAsLearner || c.Method == etcdfake.MemberRemove {
+			t.Errorf("re-adoption changed etcd's membership: %v", w.fake(name).Mutations()[done:])
 			break
 		}
 	}
@@ -92,7 +93,7 @@ func forceDelete(t *testing.T, w *world, names ...string) {
 		}
 	}
 	// Gone, or already back under a new UID.
-	eventually(t, convergeTimeout, "force-deleted members gone", func() error {
+	wait.Eventually(t, convergeTimeout, "force-deleted members gone", func() error {
 		for _, n := range names {
 			m := &etcdv1alpha2.EtcdMember{}
 			if err := k8s.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: n}, m); err == nil && m.DeletionTimestamp != nil {

@@ -17,6 +17,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // realConvergeTimeout bounds the bootstrap of a cluster of real etcd processes: three starts
@@ -41,7 +42,7 @@ func newReadoptFixture(t *testing.T, name string) *readoptFixture {
 	w := newRealWorld(t)
 	w.startController()
 	w.newCluster(name, 3)
-	eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged(name, 3))
+	wait.Eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged(name, 3))
 	f := &readoptFixture{w: w, name: name, ids: memberIDs(t, w, name), uids: map[string]types.UID{}, pvcs: map[string]types.UID{}}
 	ms, err := w.members(t.Context(), name)
 	if err != nil {
@@ -72,7 +73,7 @@ func newReadoptFixture(t *testing.T, name string) *readoptFixture {
 func (f *readoptFixture) check(t *testing.T, deleted ...string) {
 	t.Helper()
 	w := f.w
-	eventually(t, realConvergeTimeout, "every member re-adopted", w.readopted(f.name, f.ids))
+	wait.Eventually(t, realConvergeTimeout, "every member re-adopted", w.readopted(f.name, f.ids))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	ms, err := w.members(ctx, f.name)
@@ -106,7 +107,7 @@ func (f *readoptFixture) check(t *testing.T, deleted ...string) {
 	if calls := w.real.mutations()[f.done:]; len(calls) > 0 {
 		t.Errorf("re-adoption changed etcd's membership: %v", calls)
 	}
-	eventually(t, convergeTimeout, "one MemberReadopted Event per deleted member", func() error {
+	wait.Eventually(t, convergeTimeout, "one MemberReadopted Event per deleted member", func() error {
 		var list eventsv1.EventList
 		if err := k8s.List(ctx, &list, client.InNamespace(w.ns)); err != nil {
 			return err
@@ -131,7 +132,7 @@ func (f *readoptFixture) check(t *testing.T, deleted ...string) {
 // once in envtest), so it first waits for m's own Pod.
 func (f *readoptFixture) checkStartedOnData(t *testing.T, m etcdv1alpha2.EtcdMember) {
 	t.Helper()
-	eventually(t, realConvergeTimeout, "the Pod of re-adopted member "+m.Name+" started", f.w.runsOwnPod(m))
+	wait.Eventually(t, realConvergeTimeout, "the Pod of re-adopted member "+m.Name+" started", f.w.runsOwnPod(m))
 	if !f.w.real.startedOnData(m.Name) {
 		t.Errorf("the Pod of re-adopted member %s started etcd on an empty data directory", m.Name)
 	}

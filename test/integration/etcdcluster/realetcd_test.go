@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +90,7 @@ func (r *realEtcd) ipFor(host string) string {
 	defer r.mu.Unlock()
 	ip, ok := r.hosts[host]
 	if !ok {
-		ip = r.base + itoa(len(r.hosts)+1)
+		ip = r.base + strconv.Itoa(len(r.hosts)+1)
 		r.hosts[host] = ip
 	}
 	return ip
@@ -258,46 +259,22 @@ func (r *realEtcd) tickCluster(ctx context.Context, w *world, c *etcdv1alpha2.Et
 
 // run starts the etcd process of a new Pod and reports the Pod Running and Ready.
 func (r *realEtcd) run(ctx context.Context, pod *corev1.Pod) error {
-	var args []string
-	var advertised string
-	for _, ctr := range pod.Spec.Containers {
-		if ctr.Name == desired.ContainerName {
-			args = ctr.Args
-		}
-	}
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--initial-advertise-peer-urls="); ok {
-			if u, err := url.Parse(v); err == nil {
-				advertised = u.Hostname()
-			}
-		}
-	}
+	args := containerArgs(pod)
+	advertised := advertisedHost(args)
 	if advertised == "" {
 		return fmt.Errorf("Pod %s advertises no peer URL: %v", pod.Name, args)
 	}
-	volume := "pod-" + string(pod.UID)
-	for _, v := range pod.Spec.Volumes {
-		if v.Name != desired.DataVolumeName || v.PersistentVolumeClaim == nil {
-			continue
-		}
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: v.PersistentVolumeClaim.ClaimName}, pvc); err != nil {
-			return fmt.Errorf("Pod %s: reading its PVC: %w", pod.Name, err)
-		}
-		volume = "pvc-" + string(pvc.UID)
+	volume, err := r.volumeOf(ctx, pod)
+	if err != nil {
+		return err
 	}
 	ip := r.ipFor(advertised)
 	r.mu.Lock()
 	fail := r.failIf != nil && r.failIf(pod)
 	r.mu.Unlock()
+	now := metav1.Now()
 	if fail {
-		now := metav1.Now()
-		pod.Status = corev1.PodStatus{
-			Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: desired.ContainerName,
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
-		}
+		pod.Status = podRunning(ip, now, false)
 		return k8s.Status().Update(ctx, pod)
 	}
 	args = r.localise(args, ip, filepath.Join(r.dir, volume))
@@ -325,17 +302,64 @@ func (r *realEtcd) run(ctx context.Context, pod *corev1.Pod) error {
 	if err := proc.Start(); err != nil {
 		return err
 	}
-	now := metav1.Now()
-	pod.Status = corev1.PodStatus{
-		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
-		ContainerStatuses: []corev1.ContainerStatus{{Name: desired.ContainerName, Ready: true,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
-	}
+	pod.Status = podRunning(ip, metav1.Now(), true)
 	if err := k8s.Status().Update(ctx, pod); err != nil {
 		return fmt.Errorf("starting Pod %s: %w", pod.Name, err)
 	}
 	return nil
+}
+
+// containerArgs are the etcd container's arguments.
+func containerArgs(pod *corev1.Pod) []string {
+	for _, ctr := range pod.Spec.Containers {
+		if ctr.Name == desired.ContainerName {
+			return ctr.Args
+		}
+	}
+	return nil
+}
+
+// advertisedHost is the host of --initial-advertise-peer-urls, or "".
+func advertisedHost(args []string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--initial-advertise-peer-urls="); ok {
+			if u, err := url.Parse(v); err == nil {
+				return u.Hostname()
+			}
+		}
+	}
+	return ""
+}
+
+// volumeOf names the data directory of the Pod's data volume: its PVC's, which outlives Pods,
+// or the Pod's own.
+func (r *realEtcd) volumeOf(ctx context.Context, pod *corev1.Pod) (string, error) {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != desired.DataVolumeName || v.PersistentVolumeClaim == nil {
+			continue
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: v.PersistentVolumeClaim.ClaimName}, pvc); err != nil {
+			return "", fmt.Errorf("Pod %s: reading its PVC: %w", pod.Name, err)
+		}
+		return "pvc-" + string(pvc.UID), nil
+	}
+	return "pod-" + string(pod.UID), nil
+}
+
+// podRunning is the status of a Pod running at ip since now whose etcd container is Ready, or
+// runs without ever turning Ready.
+func podRunning(ip string, now metav1.Time, ready bool) corev1.PodStatus {
+	cond := corev1.ConditionFalse
+	if ready {
+		cond = corev1.ConditionTrue
+	}
+	return corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: cond, LastTransitionTime: now}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: desired.ContainerName, Ready: ready,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+	}
 }
 
 // startedOnData reports whether the last process of Pod name started on a data directory that

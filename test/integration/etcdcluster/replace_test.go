@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // TestMemoryMemberLostIsReplaced runs both controllers on a 3-member Memory cluster and deletes
@@ -33,7 +35,7 @@ func TestMemoryMemberLostIsReplaced(t *testing.T) {
 	if err := w.createCluster(c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "3 members", w.converged("mem", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("mem", 3))
 	clusterID := w.cluster("mem").Status.ClusterID
 	before, err := w.members(t.Context(), "mem")
 	if err != nil || len(before) != 3 {
@@ -48,7 +50,7 @@ func TestMemoryMemberLostIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eventually(t, convergeTimeout, "the lost member replaced: 3 members, none of them "+lost.Name, func() error {
+	wait.Eventually(t, convergeTimeout, "the lost member replaced: 3 members, none of them "+lost.Name, func() error {
 		if err := w.converged("mem", 3)(); err != nil {
 			return err
 		}
@@ -59,7 +61,7 @@ func TestMemoryMemberLostIsReplaced(t *testing.T) {
 		if slices.ContainsFunc(ms, func(m etcdv1alpha2.EtcdMember) bool { return m.Name == lost.Name }) {
 			return fmt.Errorf("%s is still a member: %w", lost.Name, errNotYet)
 		}
-		for _, e := range w.fake("mem").snapshot() {
+		for _, e := range w.fake("mem").Members() {
 			if e.Name == lost.Name || strings.Contains(strings.Join(e.PeerURLs, ","), lost.Name+".") {
 				return fmt.Errorf("etcd still lists %s: %w", lost.Name, errNotYet)
 			}
@@ -69,13 +71,7 @@ func TestMemoryMemberLostIsReplaced(t *testing.T) {
 	if got := w.cluster("mem").Status.ClusterID; got != clusterID {
 		t.Errorf("cluster ID %s after the replacement, was %s", got, clusterID)
 	}
-	removes := 0
-	for _, call := range w.fake("mem").mutations() {
-		if strings.HasPrefix(call, "MemberRemove(") {
-			removes++
-		}
-	}
-	if removes != 1 {
-		t.Errorf("%d MemberRemove calls, want exactly one (the lost member): %v", removes, w.fake("mem").mutations())
+	if removes := w.fake("mem").Count(etcdfake.MemberRemove); removes != 1 {
+		t.Errorf("%d MemberRemove calls, want exactly one (the lost member): %v", removes, w.fake("mem").Mutations())
 	}
 }

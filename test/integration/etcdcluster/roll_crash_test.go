@@ -3,7 +3,6 @@ package etcdcluster_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/failpoint"
 )
 
@@ -24,9 +24,8 @@ var rollSteps = []string{failpoint.SpecAdopted, failpoint.TemplateAuthorised, fa
 // member added, promoted or removed, and never more than one learner. One variant keeps template-authorised armed across restarts, as the operator's
 // environment variable does: each member's authorisation crashes the operator once, and the roll
 // must still progress (a pass after the crash finds the member authorised and waits for it).
-//
-// Failpoints are process-wide: not parallel.
 func TestCrashDuringRoll(t *testing.T) {
+	t.Parallel()
 	type variant struct {
 		step  string
 		every bool
@@ -42,13 +41,13 @@ func TestCrashDuringRoll(t *testing.T) {
 			name += "/every-time"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			const cluster = "rollcrash"
 			w.newCluster(cluster, 3)
 			d := newCrashDriver(t, w, cluster)
 			d.until("bootstrap of 3", w.converged(cluster, 3))
-			done := len(w.fake(cluster).mutations())
-			t.Cleanup(failpoint.Disarm)
+			done := len(w.fake(cluster).Mutations())
 			if v.every {
 				d.armEvery(v.step, 3)
 			} else {
@@ -64,7 +63,7 @@ func TestCrashDuringRoll(t *testing.T) {
 				}
 				return rolled()
 			})
-			failpoint.Disarm()
+			d.disarm()
 			if !d.reached[v.step] {
 				t.Errorf("failpoint %s was never reached", v.step)
 			}
@@ -73,8 +72,8 @@ func TestCrashDuringRoll(t *testing.T) {
 					t.Errorf("member %s ran %d Pods during the roll, want 2 (one restart)", m, len(uids))
 				}
 			}
-			for _, c := range w.fake(cluster).mutations()[done:] {
-				if strings.HasPrefix(c, "MemberAddAsLearner(") || strings.HasPrefix(c, "MemberRemove(") || strings.HasPrefix(c, "MemberPromote(") {
+			for _, c := range w.fake(cluster).Mutations()[done:] {
+				if c.Method == etcdfake.MemberAddAsLearner || c.Method == etcdfake.MemberRemove || c.Method == etcdfake.MemberPromote {
 					t.Errorf("the roll changed etcd's membership: %s", c)
 				}
 			}
@@ -140,18 +139,17 @@ var surgeSteps = []string{
 // it, remove the old one; every step of a larger surge, once), restarts it cold, and checks that
 // the roll completes: converged at 1 with a new member, never more than one learner, no peer
 // URL added twice. The 3-member surge runs over real etcd in TestRollingUpdateMemorySurge.
-//
-// Failpoints are process-wide: not parallel.
 func TestCrashDuringMemorySurge(t *testing.T) {
+	t.Parallel()
 	for _, step := range surgeSteps {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			const cluster = "surgecrash"
 			w.newMemoryCluster(cluster, 1)
 			d := newCrashDriver(t, w, cluster)
 			d.until("bootstrap of 1", w.converged(cluster, 1))
 			original := memberNames(t, w, cluster)
-			t.Cleanup(failpoint.Disarm)
 			d.arm(step)
 
 			w.setCPURequest(cluster, "150m")
@@ -167,11 +165,11 @@ func TestCrashDuringMemorySurge(t *testing.T) {
 				}
 				return nil
 			})
-			failpoint.Disarm()
+			d.disarm()
 			if !d.reached[step] {
 				t.Errorf("failpoint %s was never reached", step)
 			}
-			checkNoDuplicateAdds(t, w.fake(cluster).mutations())
+			checkNoDuplicateAdds(t, w.fake(cluster).Mutations())
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // rollTimeout bounds a roll of real members: per member a restart, RollSettle and a catch-up.
@@ -52,8 +53,8 @@ func (w *world) podUIDs(ctx context.Context, cluster string) (map[string]types.U
 	return out, nil
 }
 
-// rollObserver polls a rolling cluster: the order in which member Pods were replaced, the most
-// members ever not Ready at once, and the Progressing messages seen.
+// rollObserver polls a rolling cluster for the order in which member Pods were replaced and the
+// most members ever not Ready at once, and watches it for every Progressing message it says.
 type rollObserver struct {
 	w       *world
 	name    string
@@ -64,6 +65,7 @@ type rollObserver struct {
 	seen    []string
 	stop    chan struct{}
 	done    chan struct{}
+	unwatch func()
 }
 
 func (w *world) observeRoll(t *testing.T, name string) *rollObserver {
@@ -73,6 +75,7 @@ func (w *world) observeRoll(t *testing.T, name string) *rollObserver {
 		t.Fatal(err)
 	}
 	o := &rollObserver{w: w, name: name, initial: initial, stop: make(chan struct{}), done: make(chan struct{})}
+	o.unwatch = w.watchCluster(t, name, o.progressing)
 	go func() {
 		defer close(o.done)
 		for {
@@ -98,10 +101,6 @@ func (o *rollObserver) observe() {
 	if err != nil {
 		return
 	}
-	c := &etcdv1alpha2.EtcdCluster{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: o.w.ns, Name: o.name}, c); err != nil {
-		return
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for n, uid := range uids {
@@ -116,6 +115,12 @@ func (o *rollObserver) observe() {
 		}
 	}
 	o.maxDown = max(o.maxDown, down)
+}
+
+// progressing records c's Progressing message while it is RollingUpdate.
+func (o *rollObserver) progressing(c *etcdv1alpha2.EtcdCluster) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing); p != nil && p.Reason == membership.ReasonRollingUpdate {
 		if !slices.Contains(o.seen, p.Message) {
 			o.seen = append(o.seen, p.Message)
@@ -128,6 +133,7 @@ func (o *rollObserver) finish() {
 	case <-o.stop:
 	default:
 		close(o.stop)
+		o.unwatch()
 	}
 	<-o.done
 }
@@ -193,7 +199,7 @@ func TestRollingUpdateThreePVCMembers(t *testing.T) {
 	o := w.observeRoll(t, f.name)
 
 	w.setCPURequest(f.name, "150m")
-	eventually(t, rollTimeout, "rolled to the new template", w.rolled(f.name, 3, "150m"))
+	wait.Eventually(t, rollTimeout, "rolled to the new template", w.rolled(f.name, 3, "150m"))
 	o.finish()
 
 	if got := memberIDs(t, w, f.name); !mapsEqual(got, before) {
@@ -227,7 +233,7 @@ func TestRollingUpdateThreePVCMembers(t *testing.T) {
 			t.Errorf("member %s lost the key written before the roll: %v %v", m, resp, err)
 		}
 	}
-	eventually(t, convergeTimeout, "the roll's Events", func() error {
+	wait.Eventually(t, convergeTimeout, "the roll's Events", func() error {
 		counts := map[string]int{}
 		for _, r := range []string{"RollingUpdateStarted", "MemberUpdated", "LeaderMoved", "RollingUpdateCompleted", "RollingUpdateDisruptive"} {
 			notes, err := w.eventNotes(ctx, r)
@@ -251,7 +257,7 @@ func TestRollingUpdateOneMember(t *testing.T) {
 	w := newRealWorld(t)
 	w.startController()
 	w.newCluster("one", 1)
-	eventually(t, realConvergeTimeout, "bootstrap of 1 real member", w.converged("one", 1))
+	wait.Eventually(t, realConvergeTimeout, "bootstrap of 1 real member", w.converged("one", 1))
 	ids := memberIDs(t, w, "one")
 	cli := w.real.client(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -261,7 +267,7 @@ func TestRollingUpdateOneMember(t *testing.T) {
 	}
 
 	w.setCPURequest("one", "150m")
-	eventually(t, rollTimeout, "rolled to the new template", w.rolled("one", 1, "150m"))
+	wait.Eventually(t, rollTimeout, "rolled to the new template", w.rolled("one", 1, "150m"))
 	if got := memberIDs(t, w, "one"); !mapsEqual(got, ids) {
 		t.Errorf("member IDs %v, were %v", got, ids)
 	}
@@ -274,7 +280,7 @@ func TestRollingUpdateOneMember(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Errorf("the key written before the restart: %v %v", resp, err)
 	}
-	eventually(t, convergeTimeout, "one RollingUpdateDisruptive Warning", w.eventsOnce("one", "RollingUpdateDisruptive"))
+	wait.Eventually(t, convergeTimeout, "one RollingUpdateDisruptive Warning", w.eventsOnce("one", "RollingUpdateDisruptive"))
 }
 
 // leaderName returns the EtcdMember name of etcd's leader.
@@ -322,35 +328,15 @@ func TestRollHaltsOnStartFailedAndResumes(t *testing.T) {
 	w.real.mu.Unlock()
 	w.startController()
 	w.newCluster("halt", 3)
-	eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged("halt", 3))
+	wait.Eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged("halt", 3))
 	uids, err := w.podUIDs(t.Context(), "halt")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	w.setCPURequest("halt", "666m")
-	eventually(t, rollTimeout, "the roll halted", func() error {
-		c := w.cluster("halt")
-		d := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionDegraded)
-		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
-		if d == nil || d.Reason != membership.ReasonMemberStartFailed || !strings.Contains(d.Message, "the rolling update is halted") {
-			return fmt.Errorf("Degraded = %+v: %w", d, errNotYet)
-		}
-		if p == nil || p.Reason != membership.ReasonRollingUpdate || !strings.Contains(p.Message, "members updated; roll halted: ") {
-			return fmt.Errorf("Progressing = %+v: %w", p, errNotYet)
-		}
-		return nil
-	})
-	now, err := w.podUIDs(t.Context(), "halt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var replaced []string
-	for n, uid := range now {
-		if uids[n] != uid {
-			replaced = append(replaced, n)
-		}
-	}
+	wait.Eventually(t, rollTimeout, "the roll halted", w.rollHalted("halt"))
+	replaced := w.replacedPods(t, "halt", uids)
 	if len(replaced) != 1 {
 		t.Fatalf("Pods replaced while halted: %v, want exactly one", replaced)
 	}
@@ -366,123 +352,44 @@ func TestRollHaltsOnStartFailedAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := w.observeRoll(t, "halt")
-	eventually(t, rollTimeout, "rolled to the corrected template", w.rolled("halt", 3, "150m"))
+	wait.Eventually(t, rollTimeout, "rolled to the corrected template", w.rolled("halt", 3, "150m"))
 	o.finish()
 	if len(o.order) != 3 || o.order[0] != replaced[0] {
 		t.Errorf("restart order after the fix %v: the member that failed to start (%s) goes first", o.order, replaced[0])
 	}
 }
 
-// newMemoryCluster creates an EtcdCluster of replicas Memory members.
-func (w *world) newMemoryCluster(name string, replicas int32) {
-	w.t.Helper()
-	c := &etcdv1alpha2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
-		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: &replicas, Version: "3.6.5",
-			Storage: etcdv1alpha2.StorageSpec{Medium: etcdv1alpha2.StorageMediumMemory, Size: ptrQuantity("256Mi")}},
-	}
-	if err := k8s.Create(w.t.Context(), c); err != nil {
-		w.t.Fatalf("creating EtcdCluster %s: %v", name, err)
-	}
-}
-
-func ptrQuantity(s string) *resource.Quantity {
-	q := resource.MustParse(s)
-	return &q
-}
-
-// surgeObserver records, at every observation, the most etcd members and learners seen.
-type surgeObserver struct {
-	w                   *world
-	mu                  sync.Mutex
-	maxMembers, maxLrns int
-	stop, done          chan struct{}
-}
-
-func (w *world) observeSurge(t *testing.T) *surgeObserver {
-	t.Helper()
-	o := &surgeObserver{w: w, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(o.done)
-		for {
-			select {
-			case <-o.stop:
-				return
-			case <-time.After(pollInterval):
-			}
-			ms := w.real.snapshot()
-			l := 0
-			for _, m := range ms {
-				if m.IsLearner {
-					l++
-				}
-			}
-			o.mu.Lock()
-			o.maxMembers, o.maxLrns = max(o.maxMembers, len(ms)), max(o.maxLrns, l)
-			o.mu.Unlock()
+// rollHalted checks that cluster name's roll halted on a member that failed to start:
+// Degraded=True/MemberStartFailed and Progressing=RollingUpdate say so.
+func (w *world) rollHalted(name string) func() error {
+	return func() error {
+		c := w.cluster(name)
+		d := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionDegraded)
+		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
+		if d == nil || d.Reason != membership.ReasonMemberStartFailed || !strings.Contains(d.Message, "the rolling update is halted") {
+			return fmt.Errorf("Degraded = %+v: %w", d, errNotYet)
 		}
-	}()
-	t.Cleanup(o.finish)
-	return o
+		if p == nil || p.Reason != membership.ReasonRollingUpdate || !strings.Contains(p.Message, "members updated; roll halted: ") {
+			return fmt.Errorf("Progressing = %+v: %w", p, errNotYet)
+		}
+		return nil
+	}
 }
 
-func (o *surgeObserver) finish() {
-	select {
-	case <-o.stop:
-	default:
-		close(o.stop)
+// replacedPods returns the members of cluster whose Pod is no longer the one in uids.
+func (w *world) replacedPods(t *testing.T, cluster string, uids map[string]types.UID) []string {
+	t.Helper()
+	now, err := w.podUIDs(t.Context(), cluster)
+	if err != nil {
+		t.Fatal(err)
 	}
-	<-o.done
-}
-
-// TestRollingUpdateMemorySurge rolls a CPU request on Memory clusters of real etcd members,
-// 3 members and 1: every member is replaced by a new one with the new template, added before
-// the old one is removed (never more than target+1 members, never two learners), so that the
-// key written before the roll survives on every new member, including the 1 → 2 → 1 case.
-func TestRollingUpdateMemorySurge(t *testing.T) {
-	t.Parallel()
-	for _, n := range []int32{3, 1} {
-		t.Run(fmt.Sprintf("%d members", n), func(t *testing.T) {
-			t.Parallel()
-			w := newRealWorld(t)
-			w.startController()
-			name := fmt.Sprintf("mem%d", n)
-			w.newMemoryCluster(name, n)
-			eventually(t, realConvergeTimeout, "bootstrap of real Memory members", w.converged(name, int(n)))
-			old := memberIDs(t, w, name)
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			if _, err := w.real.client(t).Put(ctx, readoptKey, readoptValue); err != nil {
-				t.Fatalf("writing a key: %v", err)
-			}
-			o := w.observeSurge(t)
-
-			w.setCPURequest(name, "150m")
-			eventually(t, rollTimeout, "rolled by surge", func() error {
-				if err := w.converged(name, int(n))(); err != nil {
-					return err
-				}
-				now := memberIDs(t, w, name)
-				for m := range now {
-					if _, ok := old[m]; ok {
-						return fmt.Errorf("member %s is still there: %w", m, errNotYet)
-					}
-				}
-				return nil
-			})
-			o.finish()
-			if o.maxMembers > int(n)+1 || o.maxLrns > 1 {
-				t.Errorf("at most %d etcd members and %d learners at once, want ≤ %d and ≤ 1", o.maxMembers, o.maxLrns, n+1)
-			}
-			for m := range memberIDs(t, w, name) {
-				cli := w.real.clientOf(t, w.real.clientURL(name, m))
-				resp, err := cli.Get(t.Context(), readoptKey, clientv3.WithSerializable())
-				if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != readoptValue {
-					t.Errorf("new member %s does not serve the key written before the roll: %v %v", m, resp, err)
-				}
-			}
-		})
+	var replaced []string
+	for n, uid := range now {
+		if uids[n] != uid {
+			replaced = append(replaced, n)
+		}
 	}
+	return replaced
 }
 
 // TestInPlaceFieldsDoNotRoll changes additionalMetadata and imagePullSecrets of a converged
@@ -503,7 +410,7 @@ func TestInPlaceFieldsDoNotRoll(t *testing.T) {
 	if err := k8s.Patch(t.Context(), c, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "the in-place fields on every member and Pod", func() error {
+	wait.Eventually(t, convergeTimeout, "the in-place fields on every member and Pod", func() error {
 		ms, err := w.members(t.Context(), f.name)
 		if err != nil {
 			return err

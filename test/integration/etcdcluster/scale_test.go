@@ -17,7 +17,9 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 func TestScaleThreeFiveThree(t *testing.T) {
@@ -25,7 +27,7 @@ func TestScaleThreeFiveThree(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newCluster("s", 3)
-	eventually(t, convergeTimeout, "3 members", w.converged("s", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("s", 3))
 	clusterID := w.cluster("s").Status.ClusterID
 
 	// Scale through the /scale subresource, as kubectl scale and autoscalers do.
@@ -40,30 +42,15 @@ func TestScaleThreeFiveThree(t *testing.T) {
 	if err := k8s.SubResource("scale").Update(t.Context(), w.cluster("s"), client.WithSubResourceBody(scale)); err != nil {
 		t.Fatalf("scaling through /scale: %v", err)
 	}
-	eventually(t, convergeTimeout, "5 members", w.converged("s", 5))
+	wait.Eventually(t, convergeTimeout, "5 members", w.converged("s", 5))
 	if n, _ := w.pdbMinAvailable(t.Context(), "s"); n != 3 {
 		t.Errorf("PDB minAvailable at 5 = %d, want 3", n)
 	}
 	five, _ := w.members(t.Context(), "s")
 
 	w.setReplicas("s", 3)
-	eventually(t, convergeTimeout, "3 members again", w.converged("s", 3))
-	eventually(t, convergeTimeout, "PVCs of removed members deleted", func() error {
-		var pvcs corev1.PersistentVolumeClaimList
-		if err := k8s.List(context.Background(), &pvcs, client.InNamespace(w.ns)); err != nil {
-			return err
-		}
-		live := 0 // envtest runs no PVC-protection controller: deleted PVCs stay Terminating
-		for _, p := range pvcs.Items {
-			if p.DeletionTimestamp.IsZero() {
-				live++
-			}
-		}
-		if live != 3 {
-			return fmt.Errorf("%d PVCs not being deleted", live)
-		}
-		return nil
-	})
+	wait.Eventually(t, convergeTimeout, "3 members again", w.converged("s", 3))
+	wait.Eventually(t, convergeTimeout, "PVCs of removed members deleted", w.livePVCs(3))
 	if n, _ := w.pdbMinAvailable(t.Context(), "s"); n != 2 {
 		t.Errorf("PDB minAvailable at 3 = %d, want 2", n)
 	}
@@ -77,17 +64,32 @@ func TestScaleThreeFiveThree(t *testing.T) {
 			t.Errorf("member %s appeared during a scale-down", m.Name)
 		}
 	}
-	if w.fake("s").maxLearn > 1 {
-		t.Errorf("etcd listed %d learners at once", w.fake("s").maxLearn)
+	if n := w.fake("s").MostLearners(); n > 1 {
+		t.Errorf("etcd listed %d learners at once", n)
 	}
-	removes := 0
-	for _, c := range w.fake("s").mutations() {
-		if strings.HasPrefix(c, "MemberRemove") {
-			removes++
+	if removes := w.fake("s").Count(etcdfake.MemberRemove); removes != 2 {
+		t.Errorf("MemberRemove calls = %d, want 2: %v", removes, w.fake("s").Mutations())
+	}
+}
+
+// livePVCs checks that n PVCs of the namespace are not being deleted (envtest runs no
+// PVC-protection controller: deleted PVCs stay Terminating).
+func (w *world) livePVCs(n int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := k8s.List(ctx, &pvcs, client.InNamespace(w.ns)); err != nil {
+			return err
 		}
-	}
-	if removes != 2 {
-		t.Errorf("MemberRemove calls = %d, want 2: %v", removes, w.fake("s").mutations())
+		live := 0
+		for _, p := range pvcs.Items {
+			if p.DeletionTimestamp.IsZero() {
+				live++
+			}
+		}
+		if live != n {
+			return fmt.Errorf("%d PVCs not being deleted, want %d", live, n)
+		}
+		return nil
 	}
 }
 
@@ -99,7 +101,7 @@ func TestScaleDownRemovesTheMemberAnnotatedRemoveFirst(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newCluster("rf", 3)
-	eventually(t, convergeTimeout, "3 members", w.converged("rf", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("rf", 3))
 	ms, err := w.members(t.Context(), "rf")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +122,7 @@ func TestScaleDownRemovesTheMemberAnnotatedRemoveFirst(t *testing.T) {
 	}
 
 	w.setReplicas("rf", 2)
-	eventually(t, convergeTimeout, "2 members", w.converged("rf", 2))
+	wait.Eventually(t, convergeTimeout, "2 members", w.converged("rf", 2))
 	two, err := w.members(t.Context(), "rf")
 	if err != nil {
 		t.Fatal(err)
@@ -148,12 +150,12 @@ func TestPauseResume(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newCluster("p", 3)
-	eventually(t, convergeTimeout, "3 members", w.converged("p", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("p", 3))
 	clusterID := w.cluster("p").Status.ClusterID
 
 	w.setReplicas("p", 0)
 	var dormant string
-	eventually(t, convergeTimeout, "paused", func() error {
+	wait.Eventually(t, convergeTimeout, "paused", func() error {
 		c := w.cluster("p")
 		ms, err := w.members(context.Background(), "p")
 		if err != nil {
@@ -184,7 +186,7 @@ func TestPauseResume(t *testing.T) {
 	if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: desired.PVCName(dormant)}, &corev1.PersistentVolumeClaim{}); err != nil {
 		t.Errorf("dormant member's PVC: %v", err)
 	}
-	eventually(t, convergeTimeout, "dormant member's Pod gone", func() error {
+	wait.Eventually(t, convergeTimeout, "dormant member's Pod gone", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: dormant}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("dormant member's Pod: %w", errors.Join(err, errNotYet))
 		}
@@ -192,7 +194,7 @@ func TestPauseResume(t *testing.T) {
 	})
 
 	w.setReplicas("p", 3)
-	eventually(t, convergeTimeout, "resumed to 3", w.converged("p", 3))
+	wait.Eventually(t, convergeTimeout, "resumed to 3", w.converged("p", 3))
 	c := w.cluster("p")
 	if c.Status.ClusterID != clusterID {
 		t.Errorf("clusterID changed from %s to %s on resume", clusterID, c.Status.ClusterID)
@@ -210,9 +212,9 @@ func TestQuorumGateRefusal(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newCluster("q", 3)
-	eventually(t, convergeTimeout, "3 members", w.converged("q", 3))
+	wait.Eventually(t, convergeTimeout, "3 members", w.converged("q", 3))
 	w.notReady(2)
-	eventually(t, convergeTimeout, "quorum loss observed", func() error {
+	wait.Eventually(t, convergeTimeout, "quorum loss observed", func() error {
 		av := meta.FindStatusCondition(w.cluster("q").Status.Conditions, etcdv1alpha2.ConditionAvailable)
 		if av == nil || av.Reason != membership.ReasonQuorumLost {
 			return fmt.Errorf("Available = %+v", av)
@@ -221,7 +223,7 @@ func TestQuorumGateRefusal(t *testing.T) {
 	})
 	w.setReplicas("q", 2)
 	// The unready members keep the cluster from converging, so the new spec waits, and says so.
-	eventually(t, convergeTimeout, "pending generation reported", func() error {
+	wait.Eventually(t, convergeTimeout, "pending generation reported", func() error {
 		cond := meta.FindStatusCondition(w.cluster("q").Status.Conditions, etcdv1alpha2.ConditionProgressing)
 		if cond == nil || !strings.Contains(cond.Message, "generation 2 pending; adopted when generation 1 converges or at ") {
 			return fmt.Errorf("Progressing = %+v", cond)
@@ -235,7 +237,7 @@ func TestQuorumGateRefusal(t *testing.T) {
 	if err := k8s.Status().Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "refusal reported", func() error {
+	wait.Eventually(t, convergeTimeout, "refusal reported", func() error {
 		cond := meta.FindStatusCondition(w.cluster("q").Status.Conditions, etcdv1alpha2.ConditionProgressing)
 		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != membership.ReasonWaitingForHealthyMembers {
 			return fmt.Errorf("Progressing = %+v", cond)
@@ -245,8 +247,8 @@ func TestQuorumGateRefusal(t *testing.T) {
 		}
 		return nil
 	})
-	for _, c := range w.fake("q").mutations() {
-		if strings.HasPrefix(c, "MemberRemove") {
+	for _, c := range w.fake("q").Mutations() {
+		if c.Method == etcdfake.MemberRemove {
 			t.Errorf("etcd saw %s although the gate refused", c)
 		}
 	}
@@ -255,5 +257,5 @@ func TestQuorumGateRefusal(t *testing.T) {
 		t.Errorf("Available = %+v, want QuorumLost", av)
 	}
 	// One Warning each: the pending spec, the quorum loss, the refusal.
-	eventually(t, convergeTimeout, "warnings", w.eventsOnce("q", "SpecChangePending", "QuorumLost", "QuorumGateBlocked"))
+	wait.Eventually(t, convergeTimeout, "warnings", w.eventsOnce("q", "SpecChangePending", "QuorumLost", "QuorumGateBlocked"))
 }

@@ -18,6 +18,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // storageClass creates a StorageClass named after the test's namespace (classes are
@@ -73,7 +74,7 @@ func (w *world) pvcs(ctx context.Context, cluster string) ([]corev1.PersistentVo
 // Bound with capacity equal to its request. Only a bound claim may be resized.
 func (w *world) bindPVCs(t *testing.T, cluster string) {
 	t.Helper()
-	eventually(t, convergeTimeout, "PVCs bound", func() error {
+	wait.Eventually(t, convergeTimeout, "PVCs bound", func() error {
 		pvcs, err := w.pvcs(t.Context(), cluster)
 		if err != nil {
 			return err
@@ -102,7 +103,7 @@ func setCapacity(ctx context.Context, pvc *corev1.PersistentVolumeClaim, q resou
 func (w *world) progressing(t *testing.T, name string, st metav1.ConditionStatus, reason string) string {
 	t.Helper()
 	var msg string
-	eventually(t, convergeTimeout, "Progressing="+string(st)+"/"+reason, func() error {
+	wait.Eventually(t, convergeTimeout, "Progressing="+string(st)+"/"+reason, func() error {
 		c := w.cluster(name)
 		p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing)
 		if p == nil || p.Status != st || p.Reason != reason {
@@ -191,14 +192,14 @@ func TestStorageGrowthExpandable(t *testing.T) {
 	w.startController()
 	class := w.storageClass(true)
 	w.newClusterInClass("grow", class)
-	eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged("grow", 3))
+	wait.Eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged("grow", 3))
 	w.bindPVCs(t, "grow")
 	ids := memberIDs(t, w, "grow")
 	done := len(w.real.mutations())
 
 	w.setStorageSize("grow", "2Gi")
 	two := resource.MustParse("2Gi")
-	eventually(t, convergeTimeout, "every PVC asks for 2Gi", w.pvcsRequest("grow", two))
+	wait.Eventually(t, convergeTimeout, "every PVC asks for 2Gi", w.pvcsRequest("grow", two))
 	msg := w.progressing(t, "grow", metav1.ConditionTrue, membership.ReasonExpandingStorage)
 	if !strings.Contains(msg, "spec.storage.size 2Gi") {
 		t.Errorf("ExpandingStorage message %q does not name spec.storage.size 2Gi", msg)
@@ -214,7 +215,7 @@ func TestStorageGrowthExpandable(t *testing.T) {
 		}
 	}
 	w.resize(t, "grow", two)
-	eventually(t, rollTimeout, "converged on 2Gi", w.convergedOnSize("grow", two))
+	wait.Eventually(t, rollTimeout, "converged on 2Gi", w.convergedOnSize("grow", two))
 	w.requireQuota(t, ms, "--quota-backend-bytes=1073741824")
 	if got := memberIDs(t, w, "grow"); !mapsEqual(got, ids) {
 		t.Errorf("member IDs %v, were %v", got, ids)
@@ -222,7 +223,7 @@ func TestStorageGrowthExpandable(t *testing.T) {
 	if calls := w.real.mutations()[done:]; len(calls) > 0 {
 		t.Errorf("storage growth changed etcd's membership: %v", calls)
 	}
-	eventually(t, convergeTimeout, "3 StorageExpanded Events", func() error {
+	wait.Eventually(t, convergeTimeout, "3 StorageExpanded Events", func() error {
 		notes, err := w.eventNotes(t.Context(), "StorageExpanded")
 		if err != nil {
 			return err
@@ -244,7 +245,7 @@ func TestStorageGrowthUnsupported(t *testing.T) {
 	w.startController()
 	class := w.storageClass(false)
 	w.newClusterInClass("fixed", class)
-	eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged("fixed", 3))
+	wait.Eventually(t, realConvergeTimeout, "bootstrap of 3 real members", w.converged("fixed", 3))
 	w.bindPVCs(t, "fixed")
 
 	w.setStorageSize("fixed", "2Gi")
@@ -254,7 +255,7 @@ func TestStorageGrowthUnsupported(t *testing.T) {
 			t.Errorf("StorageExpansionUnsupported message %q does not say %q", msg, want)
 		}
 	}
-	eventually(t, convergeTimeout, "one StorageExpansionUnsupported Warning", func() error {
+	wait.Eventually(t, convergeTimeout, "one StorageExpansionUnsupported Warning", func() error {
 		notes, err := w.eventNotes(t.Context(), membership.ReasonStorageExpansionUnsupported)
 		if err != nil {
 			return err
@@ -268,34 +269,40 @@ func TestStorageGrowthUnsupported(t *testing.T) {
 	// Counts as converged: the next spec is adopted without waiting for a deadline.
 	w.setReplicas("fixed", 4)
 	two := resource.MustParse("2Gi")
-	eventually(t, realConvergeTimeout, "a fourth member with 2Gi", func() error {
-		c := w.cluster("fixed")
+	wait.Eventually(t, realConvergeTimeout, "a fourth member with 2Gi", w.grownByOne("fixed", two))
+	w.bindPVCs(t, "fixed")
+	w.progressing(t, "fixed", metav1.ConditionFalse, membership.ReasonStorageExpansionUnsupported)
+}
+
+// grownByOne checks that cluster name adopted its generation with 4 members, of which only the
+// new one has a PVC of size, as its spec asks.
+func (w *world) grownByOne(name string, size resource.Quantity) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c := w.cluster(name)
 		if c.Status.ObservedGeneration != c.Generation {
 			return fmt.Errorf("generation %d not adopted: %w", c.Generation, errNotYet)
 		}
-		ms, err := w.members(t.Context(), "fixed")
+		ms, err := w.members(ctx, name)
 		if err != nil {
 			return err
 		}
-		if len(ms) != 4 || len(w.etcdMembers("fixed")) != 4 {
+		if len(ms) != 4 || len(w.etcdMembers(name)) != 4 {
 			return fmt.Errorf("%d members: %w", len(ms), errNotYet)
 		}
 		grown := 0
 		for _, m := range ms {
 			pvc := &corev1.PersistentVolumeClaim{}
-			if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: desired.PVCName(m.Name)}, pvc); err != nil {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: desired.PVCName(m.Name)}, pvc); err != nil {
 				return err
 			}
 			q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-			if m.Spec.Storage.Size.Cmp(two) == 0 && q.Cmp(two) == 0 {
+			if m.Spec.Storage.Size.Cmp(size) == 0 && q.Cmp(size) == 0 {
 				grown++
 			}
 		}
 		if grown != 1 {
-			return fmt.Errorf("%d members with a 2Gi PVC, want the new one only: %w", grown, errNotYet)
+			return fmt.Errorf("%d members with a %s PVC, want the new one only: %w", grown, size.String(), errNotYet)
 		}
 		return nil
-	})
-	w.bindPVCs(t, "fixed")
-	w.progressing(t, "fixed", metav1.ConditionFalse, membership.ReasonStorageExpansionUnsupported)
+	}
 }

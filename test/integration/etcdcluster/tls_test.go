@@ -15,6 +15,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // tlsSecretWait bounds the wait for the fixed TLS Secret requeue (membership.TLSSecretWait) and
@@ -82,11 +83,11 @@ func TestCertManagerNotInstalled(t *testing.T) {
 		Client: &etcdv1alpha2.ClientTLS{CertManager: &etcdv1alpha2.ClientCertManagerTLS{ServerIssuerRef: issuer, OperatorClientIssuerRef: &issuer}},
 		Peer:   &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: issuer}},
 	})
-	eventually(t, convergeTimeout, "Available=False/CertManagerNotInstalled",
+	wait.Eventually(t, convergeTimeout, "Available=False/CertManagerNotInstalled",
 		w.condition("cm", etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, membership.ReasonCertManagerNotInstalled, "install cert-manager", "Secret references"))
-	eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
+	wait.Eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
 		w.condition("cm", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonTLSSecretMissing, "cm-operator-client-tls, cm-peer-tls, cm-server-tls"))
-	eventually(t, convergeTimeout, "Progressing says what the seed waits for",
+	wait.Eventually(t, convergeTimeout, "Progressing says what the seed waits for",
 		w.condition("cm", etcdv1alpha2.ConditionProgressing, metav1.ConditionTrue, membership.ReasonWaitingForSeed, "cert-manager is not installed"))
 	// Across the fixed requeue that follows, nothing is created and nothing is announced twice.
 	for end := time.Now().Add(tlsSecretWait); time.Now().Before(end); time.Sleep(time.Second) {
@@ -106,7 +107,7 @@ func TestTLSSecretMissing(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newTLSCluster("byo", &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "byo-server"}}})
-	eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
+	wait.Eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
 		w.condition("byo", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonTLSSecretMissing, "TLS Secret byo-server does not exist"))
 	if c := meta.FindStatusCondition(w.cluster("byo").Status.Conditions, etcdv1alpha2.ConditionAvailable); c == nil || c.Reason == membership.ReasonCertManagerNotInstalled {
 		t.Errorf("Available = %+v: cert-manager was not asked for", c)
@@ -118,14 +119,14 @@ func TestTLSSecretMissing(t *testing.T) {
 	if err := k8s.Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, tlsSecretWait, "the seed is created once the Secret exists", func() error {
+	wait.Eventually(t, tlsSecretWait, "the seed is created once the Secret exists", func() error {
 		ms, err := w.members(t.Context(), "byo")
 		if err != nil || len(ms) != 1 {
 			return fmt.Errorf("%d members: %w", len(ms), errors.Join(err, errNotYet))
 		}
 		return nil
 	})
-	eventually(t, convergeTimeout, "no longer TLSSecretMissing", func() error {
+	wait.Eventually(t, convergeTimeout, "no longer TLSSecretMissing", func() error {
 		if c := meta.FindStatusCondition(w.cluster("byo").Status.Conditions, etcdv1alpha2.ConditionDegraded); c == nil || c.Reason == membership.ReasonTLSSecretMissing {
 			return fmt.Errorf("Degraded = %+v", c)
 		}

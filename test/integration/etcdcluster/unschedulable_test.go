@@ -18,6 +18,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // testPendingGrace stands in for the 5-minute default, so that the test sees the grace end.
@@ -45,7 +46,7 @@ func TestUnschedulableMemberIsReported(t *testing.T) {
 	}
 
 	var seed etcdv1alpha2.EtcdMember
-	eventually(t, convergeTimeout, "the seed's Ready condition quotes the scheduler", func() error {
+	wait.Eventually(t, convergeTimeout, "the seed's Ready condition quotes the scheduler", func() error {
 		ms, err := w.members(t.Context(), "u")
 		if err != nil || len(ms) != 1 {
 			return fmt.Errorf("%d members: %w", len(ms), errors.Join(err, errNotYet))
@@ -57,7 +58,7 @@ func TestUnschedulableMemberIsReported(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, convergeTimeout, "after the pending grace: Unschedulable member, MemberUnschedulable cluster", func() error {
+	wait.Eventually(t, convergeTimeout, "after the pending grace: Unschedulable member, MemberUnschedulable cluster", func() error {
 		if err := w.memberHealthy(&seed, metav1.ConditionFalse, "Unschedulable", fakeSchedulerMessage); err != nil {
 			return err
 		}
@@ -76,8 +77,8 @@ func TestUnschedulableMemberIsReported(t *testing.T) {
 	}
 
 	w.labelNode("disktype", "nvme")
-	eventually(t, convergeTimeout, "scheduled: converged", w.converged("u", 1))
-	eventually(t, convergeTimeout, "Healthy again, not Degraded", func() error {
+	wait.Eventually(t, convergeTimeout, "scheduled: converged", w.converged("u", 1))
+	wait.Eventually(t, convergeTimeout, "Healthy again, not Degraded", func() error {
 		if err := w.memberHealthy(&seed, metav1.ConditionTrue, "Healthy"); err != nil {
 			return err
 		}

@@ -13,11 +13,12 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // The fake etcd reports one version whatever a member's template says, so these tests set up
 // running versions that differ from spec.version, as they do while a roll is under way (the
-// case the CRD's spec-to-spec transition rule cannot see, api.md CEL rule 14).
+// case the CRD's spec-to-spec transition rule cannot see, docs/api.md, "EtcdCluster rules", rule 14).
 
 // TestVersionSkipRefused: members run 3.5.35 while the spec already says 3.6.16; a change to
 // 3.7.3 passes the CRD (3.6 → 3.7) but skips 3.6 for the members that run. It is refused,
@@ -28,13 +29,14 @@ func TestVersionSkipRefused(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.fakeRunning("skip", "3.5.35")
+	w.fakeIndex("skip", 10) // where the members stand when they first run 3.6, below
 	w.newClusterAt("skip", "3.6.16")
-	eventually(t, convergeTimeout, "1 member", w.converged("skip", 1))
+	wait.Eventually(t, convergeTimeout, "1 member", w.converged("skip", 1))
 	before := w.cluster("skip")
-	mutations := len(w.fake("skip").mutations())
+	mutations := len(w.fake("skip").Mutations())
 
 	w.setVersion("skip", "3.7.3")
-	eventually(t, convergeTimeout, "skip refused", w.versionRefused("skip",
+	wait.Eventually(t, convergeTimeout, "skip refused", w.versionRefused("skip",
 		"version 3.7.3 skips a minor: the cluster runs 3.5.35; upgrade to 3.6.x (the newest supported 3.6 is 3.6.16) first"))
 	c := w.cluster("skip")
 	if c.Status.Observed.Version != "3.6.16" || c.Status.ObservedGeneration != before.Status.ObservedGeneration {
@@ -53,16 +55,16 @@ func TestVersionSkipRefused(t *testing.T) {
 			t.Errorf("member %s template version %s, want 3.6.16", m.Name, m.Spec.Version)
 		}
 	}
-	if got := w.fake("skip").mutations(); len(got) != mutations {
+	if got := w.fake("skip").Mutations(); len(got) != mutations {
 		t.Errorf("etcd mutations after the refusal: %v", got[mutations:])
 	}
-	eventually(t, convergeTimeout, "one Warning", w.eventsOnce("skip", "VersionChangeRejected"))
+	wait.Eventually(t, convergeTimeout, "one Warning", w.eventsOnce("skip", "VersionChangeRejected"))
 
 	// The members reach 3.6.16 (what the roll will do): 3.7.3 no longer skips anything, but
 	// a member may still replay entries 3.5 wrote until it snapshots under 3.6 (finding 9).
 	w.fakeRunning("skip", "3.6.16")
 	w.touch("skip")
-	eventually(t, convergeTimeout, "3.7.3 waits for the snapshot", w.versionRefused("skip",
+	wait.Eventually(t, convergeTimeout, "3.7.3 waits for the snapshot", w.versionRefused("skip",
 		"version 3.7.3 must wait until every member has taken a raft snapshot under 3.6, or a member may replay entries 3.5 wrote, which 3.7 cannot read: "+
 			"every member must apply raft index 11011, 11001 entries beyond index 10 where every member first ran 3.6; "+
 			"keep 3.6.16 until then (write to the cluster, or lower options.snapshotCount, to get there sooner)"))
@@ -72,7 +74,7 @@ func TestVersionSkipRefused(t *testing.T) {
 	// The member applies past the snapshot interval: 3.7.3 is adopted.
 	w.fakeIndex("skip", 11_011)
 	w.touch("skip")
-	eventually(t, convergeTimeout, "3.7.3 adopted", w.versionAdopted("skip", "3.7.3"))
+	wait.Eventually(t, convergeTimeout, "3.7.3 adopted", w.versionAdopted("skip", "3.7.3"))
 	if ms := w.cluster("skip").Status.MinorSince; ms == nil || !ms.Snapshotted {
 		t.Errorf("minorSince = %+v, want snapshotted", ms)
 	}
@@ -85,12 +87,12 @@ func TestNewClusterMayStepMinorAtOnce(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newClusterAt("fresh", "3.6.16")
-	eventually(t, convergeTimeout, "1 member", w.converged("fresh", 1))
+	wait.Eventually(t, convergeTimeout, "1 member", w.converged("fresh", 1))
 	if ms := w.cluster("fresh").Status.MinorSince; ms == nil || ms.Minor != "3.6" || ms.RaftIndex != 0 || !ms.Snapshotted {
 		t.Errorf("minorSince = %+v, want 3.6 from the start, snapshotted", ms)
 	}
 	w.setVersion("fresh", "3.7.3")
-	eventually(t, convergeTimeout, "3.7.3 adopted", w.versionAdopted("fresh", "3.7.3"))
+	wait.Eventually(t, convergeTimeout, "3.7.3 adopted", w.versionAdopted("fresh", "3.7.3"))
 }
 
 // TestVersionDowngradeRefusedThenFixedSpecAdopted: members run 3.6.16 under a 3.5.35 spec; a
@@ -102,10 +104,10 @@ func TestVersionDowngradeRefusedThenFixedSpecAdopted(t *testing.T) {
 	w.startController()
 	w.fakeRunning("down", "3.6.16")
 	w.newClusterAt("down", "3.5.35")
-	eventually(t, convergeTimeout, "1 member", w.converged("down", 1))
+	wait.Eventually(t, convergeTimeout, "1 member", w.converged("down", 1))
 
 	w.setVersion("down", "3.5.20")
-	eventually(t, convergeTimeout, "downgrade refused", w.versionRefused("down",
+	wait.Eventually(t, convergeTimeout, "downgrade refused", w.versionRefused("down",
 		"version 3.5.20 downgrades below the running minor 3.6: the cluster runs 3.6.16; "+
 			"allowed: 3.6.x (the newest supported 3.6 is 3.6.16) or 3.7.x (the newest supported 3.7 is 3.7.3)"))
 	if v := w.cluster("down").Status.Observed.Version; v != "3.5.35" {
@@ -113,11 +115,11 @@ func TestVersionDowngradeRefusedThenFixedSpecAdopted(t *testing.T) {
 	}
 
 	w.setVersion("down", "3.6.16")
-	eventually(t, convergeTimeout, "3.6.16 adopted", w.versionAdopted("down", "3.6.16"))
-	eventually(t, convergeTimeout, "one Warning", w.eventsOnce("down", "VersionChangeRejected"))
-	// The adopted version is rolled to the running member (behaviour.md §12): one member,
+	wait.Eventually(t, convergeTimeout, "3.6.16 adopted", w.versionAdopted("down", "3.6.16"))
+	wait.Eventually(t, convergeTimeout, "one Warning", w.eventsOnce("down", "VersionChangeRejected"))
+	// The adopted version is rolled to the running member (docs/design/rolling-updates.md): one member,
 	// restarted in place on its PVC with the new template.
-	eventually(t, convergeTimeout, "the member rolled to 3.6.16", func() error {
+	wait.Eventually(t, convergeTimeout, "the member rolled to 3.6.16", func() error {
 		ms, err := w.members(t.Context(), "down")
 		if err != nil {
 			return err
@@ -133,20 +135,10 @@ func TestVersionDowngradeRefusedThenFixedSpecAdopted(t *testing.T) {
 }
 
 // fakeRunning makes cluster name's fake etcd members report version v.
-func (w *world) fakeRunning(name, v string) {
-	f := w.fake(name)
-	f.mu.Lock()
-	f.version = v
-	f.mu.Unlock()
-}
+func (w *world) fakeRunning(name, v string) { w.fake(name).SetVersion(v) }
 
 // fakeIndex makes cluster name's fake etcd members report raft index i, committed and applied.
-func (w *world) fakeIndex(name string, i uint64) {
-	f := w.fake(name)
-	f.mu.Lock()
-	f.index = i
-	f.mu.Unlock()
-}
+func (w *world) fakeIndex(name string, i uint64) { w.fake(name).SetRaftIndex(i) }
 
 // newClusterAt creates a one-member EtcdCluster at spec.version v.
 func (w *world) newClusterAt(name, v string) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,16 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
-	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 func TestPVCAndPodCreated(t *testing.T) {
@@ -40,7 +36,7 @@ func TestPVCAndPodCreated(t *testing.T) {
 	// additionalMetadata is applied right after each creation, in a write of its own.
 	var pod *corev1.Pod
 	var pvc *corev1.PersistentVolumeClaim
-	eventually(t, convergeTimeout, "Pod and PVC carry additionalMetadata", func(ctx context.Context) (err error) {
+	wait.Eventually(t, convergeTimeout, "Pod and PVC carry additionalMetadata", func(ctx context.Context) (err error) {
 		if pod, err = getPod(ctx, m); err != nil {
 			return err
 		}
@@ -56,7 +52,7 @@ func TestPVCAndPodCreated(t *testing.T) {
 	checkPVC(t, pvc, c, m)
 	checkPod(t, pod, m, pvc)
 
-	eventually(t, convergeTimeout, "finalizer and status name the Pod and PVC", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "finalizer and status name the Pod and PVC", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -71,7 +67,7 @@ func TestPVCAndPodCreated(t *testing.T) {
 	})
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady)
 
-	eventually(t, convergeTimeout, "Events for the PVC and Pod creation", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "Events for the PVC and Pod creation", func(ctx context.Context) error {
 		var list eventsv1.EventList
 		if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return err
@@ -178,7 +174,7 @@ func TestReadyAndRoleFollowEtcd(t *testing.T) {
 // waitRoleLabel waits until the member's Pod has (or lacks) role=voter.
 func waitRoleLabel(t *testing.T, m *etcdv1alpha2.EtcdMember, voter bool) {
 	t.Helper()
-	eventually(t, convergeTimeout, fmt.Sprintf("role=voter present=%v", voter), func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, fmt.Sprintf("role=voter present=%v", voter), func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -205,7 +201,7 @@ func TestAdditionalMetadataInPlace(t *testing.T) {
 		m.Spec.AdditionalMetadata.Labels[etcdv1alpha2.LabelComponent] = "spoof"
 		m.Spec.AdditionalMetadata.Annotations["extra"] = "e1"
 	})
-	eventually(t, convergeTimeout, "additionalMetadata in place on Pod and PVC", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "additionalMetadata in place on Pod and PVC", func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -238,7 +234,7 @@ func TestAdditionalMetadataInPlace(t *testing.T) {
 	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
 		m.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Annotations: map[string]string{"extra": "e1"}}
 	})
-	eventually(t, convergeTimeout, "keys dropped from additionalMetadata disappear", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "keys dropped from additionalMetadata disappear", func(ctx context.Context) error {
 		return droppedMetadataGone(ctx, m)
 	})
 }
@@ -278,12 +274,12 @@ func TestNoPodWhileInitialClusterEmpty(t *testing.T) {
 	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
 	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) { m.Spec.InitialCluster = "" })
 
-	eventually(t, convergeTimeout, "PVC created for a pending member", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "PVC created for a pending member", func(ctx context.Context) error {
 		_, err := getPVC(ctx, m)
 		return err
 	})
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady, "initialCluster")
-	consistently(t, steadyWindow, "no Pod while initialCluster is empty", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "no Pod while initialCluster is empty", func(ctx context.Context) error {
 		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("Pod lookup: %w", err)
 		}
@@ -314,7 +310,7 @@ func TestDormantDeletesPodKeepsPVC(t *testing.T) {
 	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) { m.Spec.Dormant = true })
 	waitGone(t, pod)
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPaused, pvc.Name)
-	eventually(t, convergeTimeout, "replicas 0 while dormant", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "replicas 0 while dormant", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -324,7 +320,7 @@ func TestDormantDeletesPodKeepsPVC(t *testing.T) {
 		}
 		return nil
 	})
-	consistently(t, steadyWindow, "PVC kept and no Pod while dormant", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "PVC kept and no Pod while dormant", func(ctx context.Context) error {
 		v, err := getPVC(ctx, m)
 		if err != nil || v.UID != pvc.UID {
 			return fmt.Errorf("PVC: %w", err)
@@ -340,299 +336,6 @@ func TestDormantDeletesPodKeepsPVC(t *testing.T) {
 	woken := waitPod(t, m)
 	if woken.UID == pod.UID || !hasArg(woken, "--initial-cluster-state=existing") {
 		t.Errorf("woken Pod: uid %s (old %s), args %v", woken.UID, pod.UID, woken.Spec.Containers[0].Args)
-	}
-}
-
-func TestRetainLeavesPVCUnowned(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t)
-	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyRetain, "")
-	m := newMember(t, c)
-	var pvc *corev1.PersistentVolumeClaim
-	eventually(t, convergeTimeout, "PVC created", func(ctx context.Context) (err error) {
-		pvc, err = getPVC(ctx, m)
-		return err
-	})
-	if len(pvc.OwnerReferences) != 0 {
-		t.Errorf("a Retain PVC has owner references %+v", pvc.OwnerReferences)
-	}
-	m, _ = getMember(t.Context(), m)
-	if pvc.Annotations[etcdv1alpha2.AnnotationMemberUID] != string(m.UID) {
-		t.Errorf("PVC annotations %v lack member-uid %s", pvc.Annotations, m.UID)
-	}
-}
-
-func TestFinalizerReleasedWhenParentDeleting(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t)
-	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
-	m := newMember(t, c)
-	markPodRunning(t, waitPod(t, m), "10.0.1.1", true)
-	setMemberStatus(t, m, "a1", true)
-	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xa1, Name: m.Name})
-	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
-
-	// Keep the cluster in "deleting" (envtest has no garbage collector to finish it).
-	hold := "test.example/hold"
-	cur := &etcdv1alpha2.EtcdCluster{}
-	if err := k8sClient.Get(t.Context(), client.ObjectKeyFromObject(c), cur); err != nil {
-		t.Fatal(err)
-	}
-	base := cur.DeepCopy()
-	cur.Finalizers = append(cur.Finalizers, hold)
-	if err := k8sClient.Patch(t.Context(), cur, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		base := cur.DeepCopy()
-		cur.Finalizers = nil
-		_ = k8sClient.Patch(context.Background(), cur, client.MergeFrom(base))
-	})
-	if err := k8sClient.Delete(t.Context(), cur); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8sClient.Delete(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, m)
-	if n := etcd.getsOf(ns, c.Name); n != 0 {
-		t.Errorf("the controller asked for an etcd client %d times while the whole cluster was being deleted; want 0", n)
-	}
-}
-
-func TestFinalizerReleasedWhenParentGone(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t)
-	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
-	m := newMember(t, c)
-	waitPod(t, m)
-	setMemberStatus(t, m, "a1", true)
-	if err := k8sClient.Delete(t.Context(), c); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8sClient.Delete(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, m)
-	if n := etcd.getsOf(ns, c.Name); n != 0 {
-		t.Errorf("etcd asked %d times for a member of a deleted cluster; want 0", n)
-	}
-}
-
-func TestForeignDeletionHeld(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t)
-	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
-	m := newMember(t, c)
-	markPodRunning(t, waitPod(t, m), "10.0.2.1", true)
-	setMemberStatus(t, m, "a1", true)
-	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xa1, Name: m.Name})
-	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
-
-	if err := k8sClient.Delete(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
-	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady, etcdmember.MsgDeletionBlocked) // it keeps serving
-	if cfg, ok := etcd.configOf(ns, c.Name); !ok || len(cfg.Endpoints) != 1 || cfg.Endpoints[0] != "http://10.0.2.1:2379" {
-		t.Errorf("etcd dialled with %+v, want the Pod IP endpoint", cfg)
-	}
-	consistently(t, steadyWindow, "a foreign deletion stays held", func(ctx context.Context) error {
-		cur, err := getMember(ctx, m)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(cur.Finalizers, etcdv1alpha2.FinalizerMemberCleanup) {
-			return errors.New("finalizer released")
-		}
-		return nil
-	})
-
-	// One Warning Event for the blocked deletion, however many passes saw it.
-	eventually(t, convergeTimeout, "a MemberDeletionBlocked Event", func(ctx context.Context) error {
-		n, err := countEvents(ctx, ns, m.Name, corev1.EventTypeWarning, etcdmember.EventMemberDeletionBlocked)
-		if err == nil && n != 1 {
-			err = fmt.Errorf("%d Events", n)
-		}
-		return err
-	})
-
-	// A person allows it; the cluster controller's MemberRemove (simulated) takes it out of
-	// etcd; the finalizer goes.
-	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[etcdv1alpha2.AnnotationAllowDeletion] = "true"
-	})
-	eventually(t, convergeTimeout, "held while waiting for MemberRemove", func(ctx context.Context) error {
-		cur, err := getMember(ctx, m)
-		if err != nil {
-			return err
-		}
-		for _, cd := range cur.Status.Conditions {
-			if cd.Type == etcdv1alpha2.ConditionReady && cd.Reason == etcdmember.ReasonRemoving && cd.Message != etcdmember.MsgDeletionBlocked {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %+v", cur.Status.Conditions)
-	})
-	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xb2, Name: "someone-else"})
-	waitGone(t, m)
-	// The member left etcd: its Pod is deleted with it, by the member controller itself rather
-	// than one garbage-collector hop later (envtest runs no garbage collector, so only the
-	// controller can have done it).
-	eventually(t, convergeTimeout, "the removed member's Pod deleted", func(ctx context.Context) error {
-		pod := &corev1.Pod{}
-		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, pod)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return err
-		case !pod.DeletionTimestamp.IsZero():
-			return nil
-		}
-		return errors.New("the Pod is still there")
-	})
-}
-
-func TestForeignPodNeverTouched(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t)
-	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
-	name := "etcd-squat"
-	foreign := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "other"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.test/other:1"}}},
-	}
-	if err := k8sClient.Create(t.Context(), foreign); err != nil {
-		t.Fatal(err)
-	}
-	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) { m.GenerateName, m.Name = "", name })
-	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady, "neither adopts nor deletes")
-	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) { m.Spec.Dormant = true }) // would delete an own Pod
-	consistently(t, steadyWindow, "the foreign Pod is left alone", func(ctx context.Context) error {
-		p := &corev1.Pod{}
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(foreign), p); err != nil {
-			return err
-		}
-		if p.UID != foreign.UID || p.ResourceVersion != foreign.ResourceVersion || !p.DeletionTimestamp.IsZero() {
-			return fmt.Errorf("the foreign Pod changed: rv %s → %s, deletion %v", foreign.ResourceVersion, p.ResourceVersion, p.DeletionTimestamp)
-		}
-		return nil
-	})
-}
-
-func TestIdlePassWritesNothing(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t)
-	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
-	m := newMember(t, c, func(m *etcdv1alpha2.EtcdMember) {
-		m.Spec.AdditionalMetadata = &etcdv1alpha2.AdditionalMetadata{Labels: map[string]string{"team": "a"}}
-	})
-	markPodRunning(t, waitPod(t, m), "10.0.3.1", true)
-	setMemberStatus(t, m, "a1", true)
-	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
-	eventually(t, convergeTimeout, "role label in place", func(ctx context.Context) error {
-		p, err := getPod(ctx, m)
-		if err != nil {
-			return err
-		}
-		if p.Labels[etcdv1alpha2.LabelRole] != etcdv1alpha2.RoleVoter {
-			return errors.New("no role label yet")
-		}
-		return nil
-	})
-
-	// The running controller is quiet: no object it writes changes any more.
-	rvs := func(ctx context.Context) (string, error) {
-		cur, err := getMember(ctx, m)
-		if err != nil {
-			return "", err
-		}
-		p, err := getPod(ctx, m)
-		if err != nil {
-			return "", err
-		}
-		v, err := getPVC(ctx, m)
-		if err != nil {
-			return "", err
-		}
-		return cur.ResourceVersion + "/" + p.ResourceVersion + "/" + v.ResourceVersion, nil
-	}
-	before, err := rvs(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	consistently(t, steadyWindow, "resourceVersions stay put", func(ctx context.Context) error {
-		now, err := rvs(ctx)
-		if err != nil {
-			return err
-		}
-		if now != before {
-			return fmt.Errorf("member/Pod/PVC resourceVersions went from %s to %s", before, now)
-		}
-		return nil
-	})
-
-	// A second reconciler over the same, converged world, with every write counted.
-	var writes atomic.Int64
-	var written []string
-	count := func(what string, obj any) {
-		writes.Add(1)
-		written = append(written, fmt.Sprintf("%s %T", what, obj))
-	}
-	base, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8sClient.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counting := interceptor.NewClient(base, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			count("create", obj)
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			count("update", obj)
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			count("patch", obj)
-			return c.Patch(ctx, obj, p, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			count("delete", obj)
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			count("update "+sub, obj)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			count("apply", obj)
-			return c.Apply(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			count("patch "+sub, obj)
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-	})
-	// Configured as the suite's running controller is: the guard image is part of the hash.
-	r := etcdmember.New(counting, base, etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository), etcdmember.WithGuardImage(guardImage))
-	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)}
-	for pass := 1; pass <= 2; pass++ {
-		res, err := r.Reconcile(t.Context(), req)
-		if err != nil {
-			t.Fatalf("pass %d: %v", pass, err)
-		}
-		if res.RequeueAfter != 0 {
-			t.Errorf("pass %d asked for a requeue after %v on an idle member", pass, res.RequeueAfter)
-		}
-	}
-	if n := writes.Load(); n != 0 {
-		t.Errorf("two idle passes made %d API writes: %v", n, written)
-	}
-	if n := etcd.getsOf(ns, c.Name); n != 0 {
-		t.Errorf("idle passes asked for an etcd client %d times", n)
 	}
 }
 
@@ -654,7 +357,7 @@ func TestFailedPodRecreatedFromPVC(t *testing.T) {
 	if err := k8sClient.Status().Patch(t.Context(), pod, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "a new Pod replaces the Failed one", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "a new Pod replaces the Failed one", func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -681,7 +384,7 @@ func TestRecreatedPodExpectsData(t *testing.T) {
 	if err := k8sClient.Delete(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "a new Pod whose guard expects data", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "a new Pod whose guard expects data", func(ctx context.Context) error {
 		p, err := getPod(ctx, m)
 		if err != nil {
 			return err
@@ -711,7 +414,7 @@ func TestMemoryMemberPodNotRecreated(t *testing.T) {
 	if _, err := getPVC(t.Context(), m); !apierrors.IsNotFound(err) {
 		t.Errorf("a Memory member got a PVC: %v", err)
 	}
-	eventually(t, convergeTimeout, "status records the Pod", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "status records the Pod", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -726,7 +429,7 @@ func TestMemoryMemberPodNotRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, etcdmember.ReasonDataLost)
-	consistently(t, steadyWindow, "a Memory member's lost Pod is not recreated", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "a Memory member's lost Pod is not recreated", func(ctx context.Context) error {
 		if _, err := getPod(ctx, m); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("Pod lookup: %w", err)
 		}

@@ -17,6 +17,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // runningVoter creates a PVC member whose Pod runs and is Ready, and which etcd lists as a
@@ -31,7 +32,7 @@ func runningVoter(t *testing.T, ip string) (*etcdv1alpha2.EtcdCluster, *etcdv1al
 	// A member's Ready condition turning False is compared with its Pod's start time, both at
 	// the API's second precision, to tell a crash from a start failure; a real etcd takes
 	// longer than that to become Ready.
-	eventually(t, convergeTimeout, "etcd took a second to start", func(context.Context) error {
+	wait.Eventually(t, convergeTimeout, "etcd took a second to start", func(context.Context) error {
 		if time.Since(pod.CreationTimestamp.Time) < time.Second {
 			return errors.New("not yet")
 		}
@@ -59,8 +60,8 @@ func wantMemberFailed(t *testing.T, c *etcdv1alpha2.EtcdCluster, m *etcdv1alpha2
 		}
 		return nil
 	}
-	eventually(t, convergeTimeout, "MemberFailed Events recorded", check)
-	consistently(t, steadyWindow, "no further MemberFailed Event", check)
+	wait.Eventually(t, convergeTimeout, "MemberFailed Events recorded", check)
+	wait.Consistently(t, steadyWindow, "no further MemberFailed Event", check)
 }
 
 // TestFatalExitClassified: one exit whose termination message (captured from etcd 3.6 with a
@@ -80,7 +81,7 @@ func TestFatalExitClassified(t *testing.T) {
 	crashContainer(t, m, 1, false, corrupt, &corrupt)
 	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, health.ReasonDataCorrupt, "(pattern bbolt-invalid)")
 	crashContainer(t, m, 1, true, corrupt, nil)
-	consistently(t, steadyWindow, "the classification holds in CrashLoopBackOff", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow, "the classification holds in CrashLoopBackOff", func(ctx context.Context) error {
 		return healthyIs(ctx, m, metav1.ConditionFalse, health.ReasonDataCorrupt)
 	})
 	wantMemberFailed(t, c, m, 1)
@@ -94,7 +95,7 @@ func TestOOMKilledStaysHealthy(t *testing.T) {
 	crashContainer(t, m, 3, true, containerExit{reason: "OOMKilled", exitCode: 137}, nil)
 	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionTrue, health.ReasonHealthy, "OOMKilled", "spec.resources.limits.memory")
 	// Past memberFailureGrace: still not a crash loop.
-	consistently(t, steadyWindow+testGraces.MemberFailure, "OOMKilled stays True", func(ctx context.Context) error {
+	wait.Consistently(t, steadyWindow+testGraces.MemberFailure, "OOMKilled stays True", func(ctx context.Context) error {
 		return healthyIs(ctx, m, metav1.ConditionTrue, health.ReasonHealthy)
 	})
 	wantMemberFailed(t, c, m, 0)
@@ -125,7 +126,7 @@ func TestCrashLoopByRestarts(t *testing.T) {
 	c, m := runningVoter(t, "10.0.5.6")
 	panicked := containerExit{reason: "Error", exitCode: 2, message: "panic: something unexpected\n"}
 	crashContainer(t, m, 1, true, panicked, nil)
-	eventually(t, convergeTimeout, "the restart count is recorded when the failure is first seen", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "the restart count is recorded when the failure is first seen", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -167,7 +168,7 @@ func TestMemoryMemberDataLostAnnouncedOnce(t *testing.T) {
 		m.Spec.Storage.Size = ptr.To(resource.MustParse("256Mi"))
 	})
 	pod := waitPod(t, m)
-	eventually(t, convergeTimeout, "status records the Pod", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "status records the Pod", func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -301,7 +302,7 @@ func pinnedPV(t *testing.T, hostname string) *corev1.PersistentVolume {
 func bindPVC(t *testing.T, m *etcdv1alpha2.EtcdMember, pv *corev1.PersistentVolume) {
 	t.Helper()
 	var pvc *corev1.PersistentVolumeClaim
-	eventually(t, convergeTimeout, "the member's PVC exists", func(ctx context.Context) (err error) {
+	wait.Eventually(t, convergeTimeout, "the member's PVC exists", func(ctx context.Context) (err error) {
 		pvc, err = getPVC(ctx, m)
 		return err
 	})

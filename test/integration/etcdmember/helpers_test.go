@@ -21,63 +21,22 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // Polling bounds. convergeTimeout covers a reconcile or two on a loaded CI machine; the
 // controller acts on watch events, so a healthy run converges in well under a second.
 const (
 	convergeTimeout = 30 * time.Second
-	pollInterval    = 100 * time.Millisecond
 	// steadyWindow is how long a "nothing happens" assertion watches.
 	steadyWindow = 3 * time.Second
 )
 
-// eventually polls check until it returns nil or timeout passes, then fails with its last error.
-func eventually(t *testing.T, timeout time.Duration, what string, check func(ctx context.Context) error) {
-	t.Helper()
-	ctx := t.Context()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		if err = check(ctx); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %v: %v", what, timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(pollInterval):
-		}
-	}
-}
-
-// consistently polls check for window and fails at its first error.
-func consistently(t *testing.T, window time.Duration, what string, check func(ctx context.Context) error) {
-	t.Helper()
-	ctx := t.Context()
-	deadline := time.Now().Add(window)
-	for time.Now().Before(deadline) {
-		if err := check(ctx); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(pollInterval):
-		}
-	}
-}
-
 // newNamespace creates a namespace for one test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "member-"}}
-	if err := k8sClient.Create(t.Context(), ns); err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	return ns.Name
+	return apiserver.NewNamespace(t, k8sClient, "member-")
 }
 
 // newCluster creates an EtcdCluster with the given reclaim policy and, when clusterID is not
@@ -195,7 +154,7 @@ func getPVC(ctx context.Context, m *etcdv1alpha2.EtcdMember) (*corev1.Persistent
 func waitPod(t *testing.T, m *etcdv1alpha2.EtcdMember) *corev1.Pod {
 	t.Helper()
 	var p *corev1.Pod
-	eventually(t, convergeTimeout, "Pod "+m.Name+" exists", func(ctx context.Context) (err error) {
+	wait.Eventually(t, convergeTimeout, "Pod "+m.Name+" exists", func(ctx context.Context) (err error) {
 		p, err = getPod(ctx, m)
 		return err
 	})
@@ -287,7 +246,7 @@ func fixtureMessage(t *testing.T, minor, name string) string {
 func waitCondition(t *testing.T, m *etcdv1alpha2.EtcdMember, condType string, status metav1.ConditionStatus, reason string, contains ...string) *metav1.Condition {
 	t.Helper()
 	var got *metav1.Condition
-	eventually(t, convergeTimeout, fmt.Sprintf("%s=%s/%s on %s", condType, status, reason, m.Name), func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, fmt.Sprintf("%s=%s/%s on %s", condType, status, reason, m.Name), func(ctx context.Context) error {
 		cur, err := getMember(ctx, m)
 		if err != nil {
 			return err
@@ -312,7 +271,7 @@ func waitCondition(t *testing.T, m *etcdv1alpha2.EtcdMember, condType string, st
 // waitGone waits until obj no longer exists.
 func waitGone(t *testing.T, obj client.Object) {
 	t.Helper()
-	eventually(t, convergeTimeout, obj.GetName()+" is gone", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, obj.GetName()+" is gone", func(ctx context.Context) error {
 		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -12,6 +12,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // TestRecreatedMemberWaitsForItsPVC force-deletes a running member (its finalizer stripped, the
@@ -29,7 +30,7 @@ func TestRecreatedMemberWaitsForItsPVC(t *testing.T) {
 	old := newMember(t, c, named)
 	oldPod := waitPod(t, old)
 	var pvc *corev1.PersistentVolumeClaim
-	eventually(t, convergeTimeout, "PVC of the first member", func(ctx context.Context) (err error) {
+	wait.Eventually(t, convergeTimeout, "PVC of the first member", func(ctx context.Context) (err error) {
 		pvc, err = getPVC(ctx, old)
 		return err
 	})
@@ -50,7 +51,7 @@ func TestRecreatedMemberWaitsForItsPVC(t *testing.T) {
 
 	waitCondition(t, back, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady,
 		"PVC "+pvc.Name, string(old.UID), "re-adopt")
-	consistently(t, steadyWindow, "PVC and old Pod untouched, no conflict reported", untouched(back, pvc, oldPod))
+	wait.Consistently(t, steadyWindow, "PVC and old Pod untouched, no conflict reported", untouched(back, pvc, oldPod))
 
 	// The EtcdCluster controller's rewrite: the PVC is the new member's now.
 	base := pvc.DeepCopy()
@@ -63,7 +64,7 @@ func TestRecreatedMemberWaitsForItsPVC(t *testing.T) {
 	if err := k8sClient.Delete(t.Context(), oldPod, client.GracePeriodSeconds(0), client.Preconditions{UID: &oldPod.UID}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, convergeTimeout, "a Pod of the re-created member on the same PVC", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "a Pod of the re-created member on the same PVC", func(ctx context.Context) error {
 		p, err := getPod(ctx, back)
 		if err != nil {
 			return err

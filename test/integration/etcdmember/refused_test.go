@@ -15,6 +15,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // policyActivation bounds the wait for the API server to enforce a new admission policy (its
@@ -35,7 +36,7 @@ func TestRefusedPodCreateRetried(t *testing.T) {
 
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady,
 		"creating Pod "+m.Name+" was refused", "test keeps member Pods of "+ns+" down", "retrying every")
-	eventually(t, convergeTimeout, "a PodCreateRefused Warning", func(ctx context.Context) error {
+	wait.Eventually(t, convergeTimeout, "a PodCreateRefused Warning", func(ctx context.Context) error {
 		n, err := countEvents(ctx, ns, m.Name, corev1.EventTypeWarning, etcdmember.EventPodCreateRefused)
 		if err == nil && n == 0 {
 			err = errors.New("none yet")
@@ -98,7 +99,7 @@ func denyPodsIn(t *testing.T, namespace string) (lift func()) {
 	t.Cleanup(lift)
 
 	probe := 0
-	eventually(t, policyActivation, "the policy refuses Pods in "+namespace, func(ctx context.Context) error {
+	wait.Eventually(t, policyActivation, "the policy refuses Pods in "+namespace, func(ctx context.Context) error {
 		probe++
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("probe-%d", probe)},

@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
 // testPKI is a CA and one certificate it signed, PEM-encoded.
@@ -134,7 +135,7 @@ func TestTLSMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady, etcdmember.MsgDeletionBlocked)
-	eventually(t, convergeTimeout, "etcd dialled over TLS as root", func(context.Context) error {
+	wait.Eventually(t, convergeTimeout, "etcd dialled over TLS as root", func(context.Context) error {
 		cfg, ok := etcd.configOf(ns, c.Name)
 		switch {
 		case !ok:

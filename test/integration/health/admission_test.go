@@ -39,8 +39,9 @@ const (
 )
 
 // TestDeletionGuardPolicy applies config/admission to a real kube-apiserver (envtest) and checks
-// the guard of behaviour.md §10: a person's DELETE of an EtcdMember is refused with instructions,
-// allowed once the member carries allow-deletion, and always allowed to the operator.
+// the guard of docs/design/healing.md, "Foreign deletions": a person's DELETE of an EtcdMember is
+// refused with instructions, allowed once the member carries allow-deletion, and always allowed to
+// the operator.
 func TestDeletionGuardPolicy(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {

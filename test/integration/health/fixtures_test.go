@@ -91,8 +91,9 @@ type fixtureCase struct {
 	run  func(ctx context.Context, t *testing.T, h *harness) *capture
 }
 
-// fixtureCases are the failures the operator must recognise (behaviour.md §9, "classified fatal
-// exit"). Each reproduces, on loopback, what a Pod would go through.
+// fixtureCases are the failures the operator must recognise (docs/design/healing.md,
+// "Classification": a classified fatal exit). Each reproduces, on loopback, what a Pod would go
+// through.
 var fixtureCases = []fixtureCase{
 	{name: "db-corrupt", want: all(health.ClassDataCorrupt), run: caseDBCorrupt},
 	{name: "wal-corrupt", want: all(health.ClassDataCorrupt), run: caseWALCorrupt},

@@ -84,7 +84,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	first.stop(t)
 	secondHolder := waitForLeaseHolder(ctx, t, second, namespace, firstHolder)
 	second.waitForMetrics(ctx, t, leaderMetric)
-	// Reported, not asserted (TESTING.md): with the Lease released this is about one retry
+	// Reported, not asserted (TESTING.md, "e2e"): with the Lease released this is about one retry
 	// period (2 s), instead of the 15 s lease duration.
 	t.Logf("Lease passed from %s to %s %v after SIGTERM", firstHolder, secondHolder,
 		time.Since(stopped).Round(time.Millisecond))

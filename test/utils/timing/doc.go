@@ -4,6 +4,6 @@
 // timing.md, a short markdown table, for people.
 //
 // Measures are published, never asserted: CI machines are noisy, so a wall-clock limit in a
-// test would flake, and a count or size target (behaviour.md §24) is a goal to report against,
-// stated in the entry's note (style.md §2.3).
+// test would flake, and a count or size target (docs/design/timings.md, "Targets") is a goal to report
+// against, stated in the entry's note (TESTING.md, "e2e").
 package timing

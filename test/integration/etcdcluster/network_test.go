@@ -1,0 +1,72 @@
+package etcdcluster_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sync"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
+)
+
+// network maps Pod IPs to the fake etcd cluster serving them, so that the real etcdclient.Pool
+// dials fakes through its Dialer.
+type network struct {
+	mu     sync.Mutex
+	byIP   map[string]*etcdfake.Cluster
+	nextIP int
+}
+
+var net0 = &network{byIP: map[string]*etcdfake.Cluster{}}
+
+// allocate returns a fresh Pod IP served by f.
+func (n *network) allocate(f *etcdfake.Cluster) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.nextIP++
+	ip := fmt.Sprintf("10.77.%d.%d", n.nextIP/250, n.nextIP%250+1)
+	n.byIP[ip] = f
+	return ip
+}
+
+// dial is the Pool's Dialer: the fake behind the first endpoint that has one.
+func (n *network) dial(_ context.Context, cfg etcdclient.Config) (etcdclient.DialedClient, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, ep := range cfg.Endpoints {
+		u, err := url.Parse(ep)
+		if err != nil {
+			continue
+		}
+		if f := n.byIP[u.Hostname()]; f != nil {
+			return closable{f}, nil
+		}
+	}
+	return nil, etcdclient.NewError("dial", etcdclient.ErrUnavailable)
+}
+
+// closable is a pooled client of a fake: closing it leaves the fake cluster running.
+type closable struct{ *etcdfake.Cluster }
+
+func (closable) Close() error { return nil }
+
+// runEtcd runs the etcd process of the member with peer URL peer, as its Pod's container does:
+// it publishes name and clientURL, and a learner catches up with the leader at once. etcd
+// exits at start when no member has its peer URL ("member not found"): nothing runs then.
+func runEtcd(f *etcdfake.Cluster, name, peer, clientURL string) {
+	e, ok := f.ByPeerURL(peer)
+	if !ok {
+		return
+	}
+	if f.Start(e.ID, name, clientURL) == nil {
+		_ = f.MarkSynced(e.ID)
+	}
+}
+
+// stopEtcd stops the etcd process of the member with peer URL peer, if it ever ran.
+func stopEtcd(f *etcdfake.Cluster, peer string) {
+	if e, ok := f.ByPeerURL(peer); ok && e.Started() {
+		_ = f.Stop(e.ID)
+	}
+}
