@@ -51,15 +51,20 @@ func finishRemoval(s *Scope, members []Member) (Action, bool) {
 }
 
 // joinPending adds a pending member as a learner, or just patches it if the add already
-// happened. Before the cluster ID is latched, bootstrap handles the seed instead.
+// happened; with staged joins it stages it instead (the add comes in joinStaged). Before the
+// cluster ID is latched, bootstrap handles the seed instead.
 func joinPending(s *Scope, members []Member) (Action, bool) {
 	if s.ClusterID == "" {
 		return Action{}, false
 	}
 	for _, m := range members {
-		if m.Pending && !m.Bootstrap && !m.Deleting && !m.Dormant {
-			return join(s, m), true
+		if !m.Pending || m.Bootstrap || m.Deleting || m.Dormant {
+			continue
 		}
+		if _, inEtcd := s.EtcdMemberOf(m); !inEtcd && s.Staging {
+			return stage(s, m), true
+		}
+		return join(s, m), true
 	}
 	return Action{}, false
 }

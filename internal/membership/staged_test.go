@@ -1,0 +1,127 @@
+package membership
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/health"
+)
+
+// pendingMember is a member created for a scale-up, with no initial cluster yet.
+func pendingMember(name string, age int) Member {
+	return with(mem(name, age), func(m *Member) {
+		m.Pending, m.Ready, m.PodRunning, m.PodReady, m.VoterHint, m.Updated = true, false, false, false, false, false
+		m.Spec = &etcdv1alpha2.EtcdMemberSpec{}
+	})
+}
+
+// stagedMember is a member staged with initialCluster ic: its Pod runs the guard, which waits.
+func stagedMember(name string, age int, ic string) Member {
+	return with(mem(name, age), func(m *Member) {
+		m.Ready, m.PodReady, m.VoterHint = false, false, false
+		m.Spec = &etcdv1alpha2.EtcdMemberSpec{InitialCluster: ic}
+	})
+}
+
+// seedOnly is a formed 1-voter cluster growing to 3, with staging on.
+func seedOnly() Scope {
+	s := Scope{Target: 3, ClusterID: "cid", Now: t0.Add(time.Hour), Staging: true,
+		Members: []Member{mem("a", 1)}, Etcd: healthyEtcd(1, voter(1, "a"))}
+	s.Members[0].MemberID = 1
+	return s
+}
+
+// TestStagingPreparesTheNextMemberWhileTheSeedStarts: right after the cluster ID is latched the
+// seed is not Ready yet, so the add must wait; with staging, the next member is created in the
+// meantime, not after.
+func TestStagingPreparesTheNextMemberWhileTheSeedStarts(t *testing.T) {
+	t.Parallel()
+	s := seedOnly()
+	s.Members[0].Ready, s.Members[0].PodReady = false, false
+	s.Members[0].ContainerStarted = s.Now.Add(-time.Second)
+	got := Next(s)
+	if got.Kind != KindCreateMember || !strings.Contains(got.Message, "meanwhile preparing member 2 of 3") {
+		t.Errorf("Next = %+v, want the member created while the seed starts", got)
+	}
+	s.Staging = false
+	if got := Next(s); got.Kind != KindWait {
+		t.Errorf("without staging: Next = %+v, want a wait", got)
+	}
+}
+
+func TestPendingMemberIsStagedWithTheMembershipPlusItself(t *testing.T) {
+	t.Parallel()
+	s := seedOnly()
+	s.Members = append(s.Members, pendingMember("b", 2))
+	got := Next(s)
+	want := "a=" + peer("a") + ",b=" + peer("b")
+	if got.Kind != KindStage || got.Member != "b" || got.InitialCluster != want {
+		t.Errorf("Next = %+v, want b staged with %s", got, want)
+	}
+	s.Staging = false
+	if got := Next(s); got.Kind != KindJoin {
+		t.Errorf("without staging: Next = %+v, want the plain join (add and patch)", got)
+	}
+}
+
+func TestStagedMemberIsAddedWhenTheGateAllows(t *testing.T) {
+	t.Parallel()
+	s := seedOnly()
+	s.Members = append(s.Members, stagedMember("b", 2, "a="+peer("a")+",b="+peer("b")))
+	got := Next(s)
+	if got.Kind != KindJoin || got.Member != "b" || got.InEtcd || got.Gate == nil || !got.Gate.Allowed {
+		t.Errorf("Next = %+v, want an allowed add of staged b", got)
+	}
+	// Staged members are not taken for members etcd removed: they were never in it.
+	c := classify(s)
+	if m := c.Members[1]; m.Unhealthy {
+		t.Errorf("staged b classified %s: %s", m.HealthyReason, m.HealthyMessage)
+	}
+}
+
+// TestStagedMemberWaitsBehindALearner: a learner in flight is promoted first; the staged member
+// does not hold it back.
+func TestStagedMemberWaitsBehindALearner(t *testing.T) {
+	t.Parallel()
+	s := Scope{Target: 3, ClusterID: "cid", Now: t0.Add(time.Hour), Staging: true,
+		Members: []Member{mem("a", 1), with(mem("b", 2), func(m *Member) { m.Ready, m.PodReady, m.VoterHint = false, false, false }),
+			stagedMember("c", 3, "a="+peer("a")+",b="+peer("b")+",c="+peer("c"))},
+		Etcd: healthyEtcd(1, voter(1, "a"), learner(2, "b", true))}
+	if got := Next(s); got.Kind != KindPromote || got.Member != "b" {
+		t.Errorf("Next = %+v, want b promoted first", got)
+	}
+}
+
+// TestStaleStagedMemberIsRemoved: etcd's membership changed after c was staged (b was removed),
+// so c's --initial-cluster no longer matches and etcd would refuse to start it: it goes, never
+// having been added.
+func TestStaleStagedMemberIsRemoved(t *testing.T) {
+	t.Parallel()
+	s := seedOnly()
+	s.Members = append(s.Members, stagedMember("c", 3, "a="+peer("a")+",b="+peer("b")+",c="+peer("c")))
+	got := Next(s)
+	if got.Kind != KindRemove || got.Member != "c" || got.InEtcd || got.RemovalReason != RemovalReasonRestage {
+		t.Errorf("Next = %+v, want stale staged c removed without a MemberRemove", got)
+	}
+}
+
+// TestStagingPreparesWhileALearnerStarts: 3 → 5: while the fourth member's learner has not
+// started, the fifth is created, so its Pod starts before its add.
+func TestStagingPreparesWhileALearnerStarts(t *testing.T) {
+	t.Parallel()
+	s := steady3()
+	s.Target, s.Staging = 5, true
+	s.Members = append(s.Members, with(mem("d", 4), func(m *Member) { m.Ready, m.PodReady, m.PodRunning, m.VoterHint = false, false, false, false }))
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"), voter(3, "c"), learner(4, "d", false))
+	got := Next(s)
+	if got.Kind != KindCreateMember || !strings.Contains(got.Message, "waiting for learner d to start; meanwhile preparing member 5 of 5") {
+		t.Errorf("Next = %+v, want member 5 prepared while d starts", got)
+	}
+	// Never while a member is failing: a failing cluster does not get more members to start.
+	s.Members[0].Unhealthy, s.Members[0].HealthyReason = true, health.ReasonCrashLoop
+	if got, ok := prepareNext(&s, Action{Kind: KindWait}); ok {
+		t.Errorf("prepareNext with a crash-looping member = %+v", got)
+	}
+}
