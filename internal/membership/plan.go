@@ -70,9 +70,9 @@ func bootstrap(s *Scope) Action {
 		return Action{Kind: KindNone, Reason: ReasonPaused, Message: "replicas is 0 and no data has been written"}
 	case len(s.Members) == 0:
 		return Action{Kind: KindCreateSeed, Reason: ReasonWaitingForSeed, Message: "creating the seed member"}
-	case len(seeds) != 1 || len(others) > 0:
+	case len(seeds) != 1 || !preparedAhead(s, others):
 		return Action{Kind: KindWait, Reason: ReasonBootstrapping, RequeueAfter: MembershipPoll,
-			Message: fmt.Sprintf("bootstrap needs exactly one seed member and no other, found %s", names(s.Members))}
+			Message: fmt.Sprintf("bootstrap needs exactly one seed member and no other (but one prepared ahead of its add), found %s", names(s.Members))}
 	}
 	seed := seeds[0]
 	if seed.Pending {
@@ -80,12 +80,12 @@ func bootstrap(s *Scope) Action {
 			Reason: ReasonWaitingForSeed, Message: fmt.Sprintf("giving seed %s its initial cluster", seed.Name)}
 	}
 	if !seed.PodRunning {
-		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
-			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name) + because(seed)}
+		return prepareWhileSeedStarts(s, seed, others, Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name) + because(seed)})
 	}
 	if !s.Etcd.Known {
-		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
-			Message: fmt.Sprintf("waiting for seed %s to answer MemberList", seed.Name)}
+		return prepareWhileSeedStarts(s, seed, others, Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("waiting for seed %s to answer MemberList", seed.Name)})
 	}
 	e, ok := s.EtcdMemberOf(seed)
 	if len(s.Etcd.Members) != 1 || !ok {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
 
 // Staged joins (docs/design/membership-flows.md, "Staged joins"). A member's Pod takes seconds to
@@ -88,4 +90,43 @@ func prepareNext(s *Scope, wait Action) (Action, bool) {
 	}
 	return Action{Kind: KindCreateMember, Reason: wait.Reason,
 		Message: fmt.Sprintf("%s; meanwhile preparing member %d of %d", wait.Message, len(s.Running())+1, s.Target)}, true
+}
+
+// preparedAhead reports whether members other than the seed are only ones prepared ahead of their
+// add (at most one, never in etcd, with no recorded member ID): all a bootstrap may have besides
+// its seed.
+func preparedAhead(s *Scope, others []Member) bool {
+	if len(others) > 1 {
+		return false
+	}
+	for _, m := range others {
+		if m.Bootstrap || m.MemberID != 0 || m.Deleting {
+			return false
+		}
+		if _, inEtcd := s.EtcdMemberOf(m); inEtcd {
+			return false
+		}
+	}
+	return true
+}
+
+// prepareWhileSeedStarts prepares the second member while the pass would only wait for the seed
+// to run or answer: created, then staged with the seed's own membership plus itself. Its Pod then
+// starts while the seed does, and it is added once the cluster ID is latched and the seed is
+// healthy (joinStaged). Without staging, or with one member wanted, it is wait.
+func prepareWhileSeedStarts(s *Scope, seed Member, others []Member, wait Action) Action {
+	if !s.Staging || s.Target < 2 {
+		return wait
+	}
+	if len(others) == 0 {
+		return Action{Kind: KindCreateMember, Reason: ReasonBootstrapping,
+			Message: fmt.Sprintf("%s; meanwhile preparing member 2 of %d", wait.Message, s.Target)}
+	}
+	if m := others[0]; m.Pending {
+		a := stage(s, m)
+		a.InitialCluster = InitialCluster([]etcdclient.Member{{Name: seed.Name, PeerURLs: []string{seed.PeerURL}}}, m.Name, m.PeerURL)
+		a.Reason = ReasonBootstrapping
+		return a
+	}
+	return wait
 }

@@ -125,3 +125,60 @@ func TestStagingPreparesWhileALearnerStarts(t *testing.T) {
 		t.Errorf("prepareNext with a crash-looping member = %+v", got)
 	}
 }
+
+// seedStarting is a bootstrap whose seed has its initial cluster and whose Pod is not running
+// yet, growing to 3 with staging on.
+func seedStarting() Scope {
+	seed := with(mem("s", 1), func(m *Member) {
+		m.Bootstrap, m.PodRunning, m.PodReady, m.Ready, m.VoterHint = true, false, false, false, false
+	})
+	return Scope{Target: 3, Now: t0.Add(time.Hour), Staging: true, Members: []Member{seed}}
+}
+
+// TestBootstrapPreparesTheSecondMemberWhileTheSeedStarts: the second member's Pod starts while
+// the seed's does, staged with the seed's membership; the cluster ID is still latched from the
+// seed alone, and the second member is added only after.
+func TestBootstrapPreparesTheSecondMemberWhileTheSeedStarts(t *testing.T) {
+	t.Parallel()
+	s := seedStarting()
+	if got := Next(s); got.Kind != KindCreateMember || got.Reason != ReasonBootstrapping || !strings.Contains(got.Message, "meanwhile preparing member 2 of 3") {
+		t.Fatalf("seed starting: Next = %+v, want the second member created", got)
+	}
+	s.Members = append(s.Members, pendingMember("b", 2))
+	want := "b=" + peer("b") + ",s=" + peer("s")
+	if got := Next(s); got.Kind != KindStage || got.Member != "b" || got.InitialCluster != want {
+		t.Fatalf("second member pending: Next = %+v, want b staged with %s", got, want)
+	}
+	s.Members[1] = stagedMember("b", 2, want)
+	if got := Next(s); got.Kind != KindWait || got.Reason != ReasonWaitingForSeed {
+		t.Errorf("second member staged, seed not running: Next = %+v, want the wait for the seed", got)
+	}
+	s.Members[0].PodRunning = true
+	s.Etcd = healthyEtcd(1, voter(1, "s"))
+	if got := Next(s); got.Kind != KindLatchClusterID {
+		t.Errorf("seed answering alone: Next = %+v, want the cluster ID latched", got)
+	}
+	s.Staging = false
+	s.Members, s.Etcd = s.Members[:1], Etcd{}
+	s.Members[0].PodRunning = false
+	if got := Next(s); got.Kind != KindWait {
+		t.Errorf("without staging: Next = %+v, want a wait", got)
+	}
+}
+
+// TestBootstrapRefusesAnyOtherJoinedMember: a member etcd lists besides the seed, or two
+// prepared members, are not what a bootstrap produces: it waits for a person.
+func TestBootstrapRefusesAnyOtherJoinedMember(t *testing.T) {
+	t.Parallel()
+	s := seedStarting()
+	s.Members[0].PodRunning = true
+	s.Members = append(s.Members, stagedMember("b", 2, "b="+peer("b")+",s="+peer("s")), stagedMember("c", 3, "c="+peer("c")+",s="+peer("s")))
+	if got := Next(s); got.Kind != KindWait || !strings.Contains(got.Message, "exactly one seed member") {
+		t.Errorf("two prepared members: Next = %+v, want the bootstrap refused", got)
+	}
+	s.Members = s.Members[:2]
+	s.Etcd = healthyEtcd(1, voter(1, "s"), voter(2, "b"))
+	if got := Next(s); got.Kind != KindWait || !strings.Contains(got.Message, "exactly one seed member") {
+		t.Errorf("b in etcd before the latch: Next = %+v, want the bootstrap refused", got)
+	}
+}
