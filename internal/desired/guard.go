@@ -80,8 +80,17 @@ func guardVolume() corev1.Volume {
 	}
 }
 
+// AwaitsMembership reports whether the guard should hold the member's etcd until a peer lists
+// it: a member joining an existing cluster for which no etcd member ID was ever recorded may have
+// been staged, its Pod built before its add (docs/design/membership-flows.md, "Staged joins").
+// The guard waits only on an empty data dir, so a member already added, or one with data, starts
+// at once.
+func AwaitsMembership(member *etcdv1alpha2.EtcdMember, state ClusterState) bool {
+	return renderState(state) == ClusterStateExisting && !member.Spec.Bootstrap && member.Status.MemberID == ""
+}
+
 // guardCommand is the etcd container's command under the guard; etcd's flags follow as Args.
-func guardCommand(dataDir string, dataExpected bool) []string {
+func guardCommand(dataDir string, dataExpected, awaitMembership bool) []string {
 	cmd := []string{GuardBinary, guard.CommandRun,
 		"--" + guard.FlagDataDir + "=" + dataDir,
 		"--" + guard.FlagMarker + "=" + GuardMarker,
@@ -89,6 +98,9 @@ func guardCommand(dataDir string, dataExpected bool) []string {
 	}
 	if dataExpected {
 		cmd = append(cmd, "--"+guard.FlagDataExpected)
+	}
+	if awaitMembership {
+		cmd = append(cmd, "--"+guard.FlagAwaitMembership)
 	}
 	return append(cmd, "--", EtcdBinary)
 }

@@ -17,13 +17,20 @@ func TestPodGuard(t *testing.T) {
 		name         string
 		member       *etcdv1alpha2.EtcdMember
 		image        string
+		state        ClusterState
 		wantGuard    bool
 		wantExpected bool
+		wantAwait    bool
 	}{
 		{name: "PVC voter", member: newMember(func(m *etcdv1alpha2.EtcdMember) { m.Status.MemberID = "8e9e05c52164694d" }),
 			image: testGuardImage, wantGuard: true, wantExpected: true},
-		{name: "seed before it formed the cluster", member: newMember(func(m *etcdv1alpha2.EtcdMember) { m.Status = etcdv1alpha2.EtcdMemberStatus{} }),
-			image: testGuardImage, wantGuard: true},
+		{name: "seed before it formed the cluster", member: newMember(func(m *etcdv1alpha2.EtcdMember) {
+			m.Status, m.Spec.Bootstrap = etcdv1alpha2.EtcdMemberStatus{}, true
+		}), image: testGuardImage, state: ClusterStateNew, wantGuard: true},
+		// A member for which no etcd ID was recorded may be staged: its Pod exists before its add,
+		// and the guard holds etcd until a peer lists it.
+		{name: "joiner before it was added", member: newMember(func(m *etcdv1alpha2.EtcdMember) { m.Status = etcdv1alpha2.EtcdMemberStatus{} }),
+			image: testGuardImage, wantGuard: true, wantAwait: true},
 		{name: "joiner before its first start", member: newMember(func(m *etcdv1alpha2.EtcdMember) {
 			m.Status = etcdv1alpha2.EtcdMemberStatus{MemberID: "8e9e05c52164694d"}
 		}), image: testGuardImage, wantGuard: true},
@@ -38,20 +45,24 @@ func TestPodGuard(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pod := Pod(tc.member, Inputs{State: ClusterStateExisting, GuardImage: tc.image})
-			plain := Pod(tc.member, Inputs{State: ClusterStateExisting})
+			state := tc.state
+			if state == "" {
+				state = ClusterStateExisting
+			}
+			pod := Pod(tc.member, Inputs{State: state, GuardImage: tc.image})
+			plain := Pod(tc.member, Inputs{State: state})
 			// The guard image is in the hash of exactly the Pods that run the guard, so
 			// that a new operator image rolls them and nothing else.
 			if changed := pod.Annotations[etcdv1alpha2.AnnotationTemplateHash] != plain.Annotations[etcdv1alpha2.AnnotationTemplateHash]; changed != tc.wantGuard {
 				t.Errorf("guard image changed the template hash: %v, want %v", changed, tc.wantGuard)
 			}
-			checkGuard(t, pod, plain, tc.image, tc.wantGuard, tc.wantExpected)
+			checkGuard(t, pod, plain, tc.image, tc.wantGuard, tc.wantExpected, tc.wantAwait)
 		})
 	}
 }
 
 // checkGuard checks pod against the unguarded plain, built from the same member.
-func checkGuard(t *testing.T, pod, plain *corev1.Pod, image string, wantGuard, wantExpected bool) {
+func checkGuard(t *testing.T, pod, plain *corev1.Pod, image string, wantGuard, wantExpected, wantAwait bool) {
 	t.Helper()
 	etcd := pod.Spec.Containers[0]
 	if !wantGuard {
@@ -67,6 +78,9 @@ func checkGuard(t *testing.T, pod, plain *corev1.Pod, image string, wantGuard, w
 	want := []string{GuardBinary, "run", "--data-dir=/var/lib/etcd", "--marker=" + GuardMarker, "--termination-log=/dev/termination-log"}
 	if wantExpected {
 		want = append(want, "--data-expected")
+	}
+	if wantAwait {
+		want = append(want, "--await-membership")
 	}
 	want = append(want, "--", EtcdBinary)
 	if !slices.Equal(etcd.Command, want) {

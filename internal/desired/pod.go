@@ -102,7 +102,7 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		pod.Spec.InitContainers = []corev1.Container{guardInitContainer(in.GuardImage)}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolume())
 		etcd := &pod.Spec.Containers[0]
-		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member))
+		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member), AwaitsMembership(member, in.State))
 		// Writable: the guard records its marker there.
 		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: GuardVolumeName, MountPath: GuardMountPath})
 	}

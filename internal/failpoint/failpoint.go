@@ -33,6 +33,9 @@ const (
 	ClusterIDLatched = "cluster-id-latched"
 	// MemberCreated follows the create of a new (pending) EtcdMember (scale-up).
 	MemberCreated = "member-created"
+	// MemberStaged follows the patch that gives a pending member its initial cluster before its
+	// add (a staged join).
+	MemberStaged = "member-staged"
 	// LearnerAdded follows MemberAddAsLearner (scale-up).
 	LearnerAdded = "learner-added"
 	// LearnerInitialClusterPatched follows the patch of a learner's spec.initialCluster.

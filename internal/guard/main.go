@@ -16,13 +16,17 @@ const (
 	FlagMarker          = "marker"
 	FlagDataExpected    = "data-expected"
 	FlagTerminationLog  = "termination-log"
+	FlagAwaitMembership = "await-membership"
 	defaultPollInterval = time.Second
+	// membershipPollInterval is how often a staged member asks its peers whether it was added
+	// yet: the add usually comes within seconds, and each question is one small HTTP request.
+	membershipPollInterval = 200 * time.Millisecond
 )
 
 // Main runs the etcd-guard command line and returns the process's exit code:
 //
 //	etcd-guard install DEST
-//	etcd-guard run --data-dir DIR --marker FILE [--data-expected] [--termination-log FILE] -- etcd FLAGS...
+//	etcd-guard run --data-dir DIR --marker FILE [--data-expected] [--await-membership] [--termination-log FILE] -- etcd FLAGS...
 func Main(args []string, stderr io.Writer) int {
 	if len(args) == 0 {
 		_, _ = fmt.Fprintln(stderr, "usage: etcd-guard install DEST | etcd-guard run --data-dir DIR --marker FILE [--data-expected] -- etcd FLAGS...")
@@ -47,6 +51,7 @@ func Main(args []string, stderr io.Writer) int {
 		fs.StringVar(&cfg.Marker, FlagMarker, "", "file that records that this Pod has seen the data dir hold data")
 		fs.BoolVar(&cfg.DataExpected, FlagDataExpected, false, "the member ran with this data dir before the Pod was created")
 		fs.StringVar(&cfg.TerminationLog, FlagTerminationLog, "", "file that receives a refusal (the container's terminationMessagePath)")
+		fs.BoolVar(&cfg.AwaitMembership, FlagAwaitMembership, false, "on an empty data dir, start etcd only once a peer lists this member (a staged join)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return 2
 		}

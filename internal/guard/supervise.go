@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,12 @@ type Config struct {
 	// PollInterval is how often the guard looks for the WAL of a first start, to record the
 	// marker once etcd has written it.
 	PollInterval time.Duration
+	// AwaitMembership holds a first start (an empty data dir) until a peer lists the member:
+	// its Pod was created before the member was added to etcd (a staged join).
+	AwaitMembership bool
+	// MembershipInterval is how often the peers are asked while AwaitMembership holds etcd;
+	// zero means membershipPollInterval.
+	MembershipInterval time.Duration
 	// Stderr receives the guard's own messages.
 	Stderr io.Writer
 }
@@ -59,6 +66,11 @@ func Supervise(cfg Config) int {
 	if err != nil {
 		refuse(cfg, err)
 		return 1
+	}
+	if !has && cfg.AwaitMembership {
+		if code, ok := awaitMembership(cfg); !ok {
+			return code
+		}
 	}
 
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...) //nolint:gosec // the command is the Pod's own etcd invocation
@@ -97,6 +109,28 @@ func Supervise(cfg Config) int {
 		}
 	}
 	return code
+}
+
+// awaitMembership holds a staged member's first start until a peer lists it. A stop signal
+// during the wait ends the container as etcd would have ended it (128+signal); a command line
+// the wait cannot read is a refusal.
+func awaitMembership(cfg Config) (code int, ok bool) {
+	interval := cfg.MembershipInterval
+	if interval <= 0 {
+		interval = membershipPollInterval
+	}
+	w, err := membershipOf(cfg.Command[1:], interval, cfg.Stderr)
+	if err != nil {
+		refuse(cfg, fmt.Errorf("cannot wait to be added to the cluster: %w", err))
+		return 1, false
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
+	defer stop()
+	if err := w.Await(ctx); err != nil {
+		_, _ = fmt.Fprintf(cfg.Stderr, "etcd-guard: %v\n", err)
+		return 128 + int(syscall.SIGTERM), false
+	}
+	return 0, true
 }
 
 // watchForData records the marker as soon as etcd's first start has written its WAL.

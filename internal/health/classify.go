@@ -343,7 +343,7 @@ func (c *classifier) oomKilled() (Result, bool) {
 // controller replaces a new member whose etcd never started, after a back-off.
 func (c *classifier) startFailed() (Result, bool) {
 	p := c.obs.Pod
-	if !failing(p) || p.WasReadyWithTemplate || !p.TemplateCurrent {
+	if !failing(p) || p.WasReadyWithTemplate || !p.TemplateCurrent || p.AwaitingMembership {
 		return Result{}, false
 	}
 	if !c.elapsed(p.CreatedAt, c.g.MemberStart) {
@@ -410,6 +410,8 @@ func (c *classifier) healthy() Result {
 		r.Message = "no Pod yet"
 	case c.fatal.Class.Replaceable():
 		r.Message = fmt.Sprintf("etcd's last exit matched pattern %s (%s); the member is replaced if the next exit matches too", c.fatal.Pattern, c.fatal.Description)
+	case p.AwaitingMembership && !p.Ready:
+		r.Message = "the Pod is prepared; the data-dir guard starts etcd once the member is added to etcd"
 	case p != nil && !p.Ready:
 		r.Message = "etcd is not Ready yet" + c.exitNote()
 	case c.obs.Etcd.Lagging:

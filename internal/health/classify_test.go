@@ -169,6 +169,10 @@ func TestClassify(t *testing.T) {
 		{"new template still within memberStartGrace", with(crashing(running(), time.Minute, 0, nil, nil), func(o *health.Observation) {
 			o.Pod.WasReadyWithTemplate, o.Pod.CreatedAt = false, t0.Add(-time.Minute)
 		}), want{status: T, reason: health.ReasonHealthy, action: health.ActionNone, recheck: 4 * time.Minute}},
+		// A staged member's Pod waits, by design, for the member's add: never a start failure.
+		{"staged Pod waiting to be added past memberStartGrace", with(crashing(running(), 10*time.Minute, 0, nil, nil), func(o *health.Observation) {
+			o.Pod.WasReadyWithTemplate, o.Pod.CreatedAt, o.Pod.AwaitingMembership = false, t0.Add(-time.Hour), true
+		}), want{status: T, reason: health.ReasonHealthy, action: health.ActionNone, contains: []string{"guard starts etcd once the member is added"}}},
 
 		// Pending on a lost node.
 		{"§9 Pending with its volume on a gone node", with(running(), func(o *health.Observation) {

@@ -81,6 +81,10 @@ type Pod struct {
 	// WasReadyWithTemplate says the member has been Ready before while running its current
 	// template: only then is a failure a crash loop rather than a start failure.
 	WasReadyWithTemplate bool
+	// AwaitingMembership says the Pod's guard holds etcd until the member is added to etcd (a
+	// staged join, docs/design/membership-flows.md), and the member has not been added yet: not
+	// being Ready is then the plan, not a start failure.
+	AwaitingMembership bool
 	// Node is the Node the Pod is bound to, nil while it is not scheduled or when unknown.
 	Node *Node
 	// Container is the etcd container's status.

@@ -27,9 +27,12 @@ const (
 	// KindLatchClusterID writes status.clusterID (B4).
 	KindLatchClusterID Kind = "LatchClusterID"
 
-	// KindJoin adds a pending member as a learner (unless Action.InEtcd) and patches its
-	// initialCluster.
+	// KindJoin adds a pending or staged member as a learner (unless Action.InEtcd) and patches
+	// its initialCluster when it has none yet.
 	KindJoin Kind = "Join"
+	// KindStage gives a pending member its initialCluster before it is added (Action.
+	// InitialCluster): its Pod is built and waits, under the data-dir guard, for the add.
+	KindStage Kind = "Stage"
 	// KindPromote promotes a started learner.
 	KindPromote Kind = "Promote"
 	// KindRemoveOrphan removes a learner no EtcdMember explains.
@@ -67,7 +70,7 @@ const (
 // Kinds lists every kind of action the planner returns, for the controller's test that each
 // has an executor.
 func Kinds() []Kind {
-	return []Kind{KindNone, KindWait, KindBlocked, KindCreateSeed, KindInitSeed, KindLatchClusterID, KindJoin, KindPromote,
+	return []Kind{KindNone, KindWait, KindBlocked, KindCreateSeed, KindInitSeed, KindLatchClusterID, KindJoin, KindStage, KindPromote,
 		KindRemoveOrphan, KindCreateMember, KindWake, KindMoveLeader, KindRemove, KindDeletePVC, KindSetDormant, KindBackoff,
 		KindDisarmCorrupt, KindReadopt, KindAuthorise}
 }

@@ -55,16 +55,19 @@ func onlyStartingVoters(s *Scope) ([]string, bool) {
 	return out, len(out) > 0
 }
 
-// startedAt is when voter m (etcd member e) last started: its etcd container's start while its
-// Pod runs, else when this operator first saw etcd list it started. The second covers the moment
-// right after a promotion: etcd already runs and answers, but the Pod's status, which the
-// kubelet reports a little later, may still say otherwise in the cache. Zero when neither is
-// known, or when it was started before the operator first looked.
+// startedAt is when voter m's etcd (etcd member e) last started, as well as the operator can
+// tell: the later of its container's start (while its Pod runs) and the moment this operator
+// first saw etcd list it started. The first is late for a member restarted in place; the second
+// covers the moment right after a promotion, when etcd already answers but the cached Pod status
+// may not show the container running yet, and a staged member, whose container (the data-dir
+// guard) started long before its etcd did. Zero when neither is known, or when it was started
+// before the operator first looked and its Pod's start is unknown.
 func startedAt(s *Scope, m Member, e etcdclient.Member) time.Time {
-	if m.PodRunning && !m.ContainerStarted.IsZero() {
+	seen := s.Etcd.StartedSeen[e.ID]
+	if m.PodRunning && m.ContainerStarted.After(seen) {
 		return m.ContainerStarted
 	}
-	return s.Etcd.StartedSeen[e.ID]
+	return seen
 }
 
 func isAre(n int) string {

@@ -51,15 +51,20 @@ func finishRemoval(s *Scope, members []Member) (Action, bool) {
 }
 
 // joinPending adds a pending member as a learner, or just patches it if the add already
-// happened. Before the cluster ID is latched, bootstrap handles the seed instead.
+// happened; with staged joins it stages it instead (the add comes in joinStaged). Before the
+// cluster ID is latched, bootstrap handles the seed instead.
 func joinPending(s *Scope, members []Member) (Action, bool) {
 	if s.ClusterID == "" {
 		return Action{}, false
 	}
 	for _, m := range members {
-		if m.Pending && !m.Bootstrap && !m.Deleting && !m.Dormant {
-			return join(s, m), true
+		if !m.Pending || m.Bootstrap || m.Deleting || m.Dormant {
+			continue
 		}
+		if _, inEtcd := s.EtcdMemberOf(m); !inEtcd && s.Staging {
+			return stage(s, m), true
+		}
+		return join(s, m), true
 	}
 	return Action{}, false
 }
@@ -215,19 +220,11 @@ func strictReconfigWait(s *Scope) (string, time.Duration) {
 	return p.name, p.at.Sub(s.Now)
 }
 
-// connectedSince estimates when etcd's leader connected to voter v: when its etcd container
-// started, if the operator saw the Pod run before it saw etcd list the member started, else when
-// it first saw it listed. The operator sees a member listed only at its next pass after the
-// connection (and a Pod's start time is truncated to the second), so the earlier of the two is
-// the closer estimate. Erring early costs only etcd's refusal, which is waiting, and a retry;
-// erring late costs the wait. false: v was never seen started.
+// connectedSince is when this operator first saw etcd list voter v started, the closest it can
+// tell to when etcd's leader connected to it: the next pass after the connection, so it errs late,
+// never early. (A Pod's container start is no better: the container of a staged member starts long
+// before its etcd does.) false: v was never seen started.
 func connectedSince(s *Scope, v etcdclient.Member) (time.Time, bool) {
 	seen, ok := s.Etcd.StartedSeen[v.ID]
-	if !ok || seen.IsZero() {
-		return seen, ok
-	}
-	if m, hasCR := s.MemberOf(v); hasCR && m.PodRunning && !m.ContainerStarted.IsZero() && m.ContainerStarted.Before(seen) {
-		return m.ContainerStarted, true
-	}
-	return seen, true
+	return seen, ok
 }

@@ -37,6 +37,9 @@ func next(s Scope) Action {
 	if a, ok := replace(&s); ok {
 		return a
 	}
+	if a, ok := joinStaged(&s); ok {
+		return a
+	}
 	if a, ok := promote(&s); ok {
 		return a
 	}
@@ -67,9 +70,9 @@ func bootstrap(s *Scope) Action {
 		return Action{Kind: KindNone, Reason: ReasonPaused, Message: "replicas is 0 and no data has been written"}
 	case len(s.Members) == 0:
 		return Action{Kind: KindCreateSeed, Reason: ReasonWaitingForSeed, Message: "creating the seed member"}
-	case len(seeds) != 1 || len(others) > 0:
+	case len(seeds) != 1 || !preparedAhead(s, others):
 		return Action{Kind: KindWait, Reason: ReasonBootstrapping, RequeueAfter: MembershipPoll,
-			Message: fmt.Sprintf("bootstrap needs exactly one seed member and no other, found %s", names(s.Members))}
+			Message: fmt.Sprintf("bootstrap needs exactly one seed member and no other (but one prepared ahead of its add), found %s", names(s.Members))}
 	}
 	seed := seeds[0]
 	if seed.Pending {
@@ -77,12 +80,12 @@ func bootstrap(s *Scope) Action {
 			Reason: ReasonWaitingForSeed, Message: fmt.Sprintf("giving seed %s its initial cluster", seed.Name)}
 	}
 	if !seed.PodRunning {
-		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
-			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name) + because(seed)}
+		return prepareWhileSeedStarts(s, seed, others, Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name) + because(seed)})
 	}
 	if !s.Etcd.Known {
-		return Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
-			Message: fmt.Sprintf("waiting for seed %s to answer MemberList", seed.Name)}
+		return prepareWhileSeedStarts(s, seed, others, Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("waiting for seed %s to answer MemberList", seed.Name)})
 	}
 	e, ok := s.EtcdMemberOf(seed)
 	if len(s.Etcd.Members) != 1 || !ok {
@@ -103,8 +106,12 @@ func promote(s *Scope) (Action, bool) {
 		if !e.Started() {
 			// A learner that never starts is Healthy=False/StartFailed, and replace (above)
 			// removes it after the back-off (docs/design/healing.md, "Replacement back-off").
-			return Action{Kind: KindWait, Member: m.Name, MemberID: e.ID, Reason: progressReason(s, ReasonScalingUp),
-				RequeueAfter: MembershipPoll, Message: fmt.Sprintf("waiting for learner %s to start", m.Name) + because(m)}, true
+			wait := Action{Kind: KindWait, Member: m.Name, MemberID: e.ID, Reason: progressReason(s, ReasonScalingUp),
+				RequeueAfter: MembershipPoll, Message: fmt.Sprintf("waiting for learner %s to start", m.Name) + because(m)}
+			if p, ok := prepareNext(s, wait); ok {
+				return p, true
+			}
+			return wait, true
 		}
 		a := Action{Kind: KindPromote, Member: m.Name, MemberID: e.ID, Reason: ReasonPromotingLearner,
 			Message: fmt.Sprintf("promoting learner %s", m.Name)}
@@ -140,8 +147,15 @@ func scaleUp(s *Scope) (Action, bool) {
 	a := Action{Kind: KindCreateMember, Reason: progressReason(s, ReasonScalingUp),
 		Message: fmt.Sprintf("adding member %d of %d", len(s.Running())+1, s.Target)}
 	// The new member becomes a learner next pass; create it only when that add would be
-	// allowed, so that a cluster without quorum does not accumulate pending members.
-	return gated(s, a, quorum.AddLearner()), true
+	// allowed, so that a cluster without quorum does not accumulate pending members. With staged
+	// joins, a wait for voters that are only starting is time to prepare it.
+	a = gated(s, a, quorum.AddLearner())
+	if a.Kind == KindWait {
+		if p, ok := prepareNext(s, a); ok {
+			return p, true
+		}
+	}
+	return a, true
 }
 
 // wake resumes a paused cluster: the dormant member is woken before any member is added.

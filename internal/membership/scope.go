@@ -219,6 +219,10 @@ type Scope struct {
 	// Observed is status.observed, the latched target; nil before the first adoption. The
 	// members' TemplateCurrent and WantHash are computed against it.
 	Observed *etcdv1alpha2.ObservedClusterSpec
+	// Staging is true when new members' Pods run etcd under the data-dir guard, which holds a
+	// staged member's etcd until it is added: new members are then staged before their add
+	// (staged.go).
+	Staging bool
 }
 
 // Backoff spaces out replacements of members that never started (docs/design/healing.md).

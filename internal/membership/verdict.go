@@ -23,7 +23,7 @@ func (s *Scope) ClassifyFromEtcd() {
 	}
 	for i := range s.Members {
 		m := &s.Members[i]
-		if (m.Unhealthy && slices.Contains(replaceable, m.HealthyReason)) || m.RemovalReason != "" || !m.Running() || m.Pending {
+		if (m.Unhealthy && slices.Contains(replaceable, m.HealthyReason)) || m.RemovalReason != "" || !m.Running() || m.Pending || s.staged(*m) {
 			continue
 		}
 		e, inEtcd := s.etcdMemberByIdentity(*m)

@@ -121,6 +121,7 @@ func (x *executor) executors() map[membership.Kind]func(context.Context, members
 		membership.KindInitSeed:       x.initSeed,
 		membership.KindLatchClusterID: x.latchClusterID,
 		membership.KindJoin:           x.join,
+		membership.KindStage:          x.stage,
 		membership.KindPromote:        x.promote,
 		membership.KindRemoveOrphan:   x.removeOrphan,
 		membership.KindRemove:         x.remove,

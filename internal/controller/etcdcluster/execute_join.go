@@ -50,10 +50,28 @@ func (x *executor) join(ctx context.Context, a membership.Action) (step.Result, 
 		}
 		list = after
 	}
-	if err := x.patchInitialCluster(ctx, m, membership.InitialCluster(list, m.Name, a.PeerURL)); err != nil {
+	if ic := membership.InitialCluster(list, m.Name, a.PeerURL); ic != m.Spec.InitialCluster {
+		// A staged member has it already: its Pod was built before the add.
+		if err := x.patchInitialCluster(ctx, m, ic); err != nil {
+			return step.Result{}, err
+		}
+		failpoint.Inject(ctx, failpoint.LearnerInitialClusterPatched)
+	}
+	return step.Continue, nil
+}
+
+// stage gives a pending member its initial cluster ahead of its add (docs/design/membership-
+// flows.md, "Staged joins"): the member controller builds its Pod now, and the data-dir guard
+// holds its etcd until the add, which a later pass makes.
+func (x *executor) stage(ctx context.Context, a membership.Action) (step.Result, error) {
+	m, err := x.member(a.Member)
+	if err != nil {
 		return step.Result{}, err
 	}
-	failpoint.Inject(ctx, failpoint.LearnerInitialClusterPatched)
+	if err := x.patchInitialCluster(ctx, m, a.InitialCluster); err != nil {
+		return step.Result{}, err
+	}
+	failpoint.Inject(ctx, failpoint.MemberStaged)
 	return step.Continue, nil
 }
 

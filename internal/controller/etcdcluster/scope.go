@@ -29,6 +29,9 @@ func (o *observation) scopeFor(observed *etcdv1alpha2.ObservedClusterSpec) membe
 		TLS:                  o.tls,
 		Observed:             observed,
 		StorageSize:          latchedSize(observed),
+		// The guard holds a staged member's etcd until its add; without it, etcd would start
+		// on a membership that does not list it and exit.
+		Staging: o.config.guardImage != "" && (observed == nil || observed.Storage.Medium != etcdv1alpha2.StorageMediumMemory),
 	}
 	if b := c.Status.ReplacementBackoff; b != nil {
 		s.Backoff = membership.Backoff{Attempts: b.Attempts, NotBefore: b.NotBefore.Time}

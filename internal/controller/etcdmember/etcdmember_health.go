@@ -3,6 +3,7 @@ package etcdmember
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/guard"
 	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/internal/podstate"
 )
@@ -51,9 +53,25 @@ func observe(in statusInput, now time.Time) health.Observation {
 	}
 	templateCurrent := updatedCondition(in).status == metav1.ConditionTrue
 	obs.Pod = podObservation(in.pod, templateCurrent, wasReady(m, in.pod), in.node)
+	obs.Pod.AwaitingMembership = awaitingMembership(m, in.pod)
 	obs.FirstFailure = firstFailure(m, in.pod)
 	obs.Pod.Container.PreviousTermination = previousTermination(in.pod, m, obs.Minor, obs.ClusterID)
 	return obs
+}
+
+// awaitingMembership reports a staged member whose Pod's guard holds etcd until the member is
+// added to etcd: the Pod runs the guard with --await-membership, and no etcd member ID has been
+// recorded for the member yet.
+func awaitingMembership(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
+	if m.Status.MemberID != "" || pod == nil {
+		return false
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == desired.ContainerName && slices.Contains(c.Command, "--"+guard.FlagAwaitMembership) {
+			return true
+		}
+	}
+	return false
 }
 
 // runningVersion is the version whose termination messages the member prints: the one its own

@@ -26,9 +26,12 @@ const (
 	ReasonPodReady            = "PodReady"
 	ReasonPodNotReady         = "PodNotReady"
 	ReasonDiscoveringMemberID = "DiscoveringMemberID"
-	ReasonPaused              = "Paused"
-	ReasonLearner             = "Learner"
-	ReasonRemoving            = "Removing"
+	// ReasonAwaitingMembership: a staged member's Pod runs and waits for the member to be added to
+	// etcd (docs/design/membership-flows.md, "Staged joins").
+	ReasonAwaitingMembership = "AwaitingMembership"
+	ReasonPaused             = "Paused"
+	ReasonLearner            = "Learner"
+	ReasonRemoving           = "Removing"
 
 	ReasonTemplateCurrent    = "TemplateCurrent"
 	ReasonRestartPending     = "RestartPending"
@@ -176,6 +179,9 @@ func servingCondition(in statusInput) condition {
 		return notReady("no pod")
 	case !in.pod.DeletionTimestamp.IsZero():
 		return notReady("pod is terminating")
+	case !podstate.ReadyCondition(in.pod) && in.pod.Status.Phase == corev1.PodRunning && awaitingMembership(m, in.pod):
+		return condition{metav1.ConditionFalse, ReasonAwaitingMembership,
+			"the Pod is prepared and waits to be added to etcd: its data-dir guard starts etcd once the EtcdCluster controller adds the member as a learner"}
 	case !podstate.ReadyCondition(in.pod):
 		phase := in.pod.Status.Phase
 		if phase == "" {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/guard"
 )
 
 func TestReadyCondition(t *testing.T) {
@@ -35,6 +37,13 @@ func TestReadyCondition(t *testing.T) {
 		"ready Pod, no member ID yet": {
 			in:         statusInput{member: member(), pod: pod(true)},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonDiscoveringMemberID,
+		},
+		// A staged member's Pod runs its guard, which holds etcd until the member's add.
+		"staged Pod waiting to be added": {
+			in: statusInput{member: member(), pod: pod(false, func(p *corev1.Pod) {
+				p.Spec.Containers = []corev1.Container{{Name: desired.ContainerName, Command: []string{desired.GuardBinary, "run", "--" + guard.FlagAwaitMembership, "--", desired.EtcdBinary}}}
+			})},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonAwaitingMembership, wantMsg: "waits to be added to etcd",
 		},
 		"Pod not ready reports its phase": {
 			in:         statusInput{member: member(withID("a1", true)), pod: pod(false, pendingPhase)},

@@ -52,7 +52,7 @@ func newCrashDriver(t *testing.T, w *world, cluster string) *crashDriver {
 
 func (d *crashDriver) restart() {
 	d.lives++
-	opts := append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter), etcdcluster.WithOrphanMemberGrace(time.Second)}, d.w.settles()...)
+	opts := append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter), etcdcluster.WithOrphanMemberGrace(time.Second)}, d.w.controllerOptions()...)
 	d.life = etcdcluster.New(k8s, k8s, &events.FakeRecorder{}, d.w.pool, opts...)
 }
 
@@ -133,6 +133,11 @@ func TestCrashConsistency(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t)
+			if step != failpoint.LearnerInitialClusterPatched {
+				// Members are staged, as in production; only an unstaged join patches a
+				// learner's initial cluster after its add.
+				w.guardImage = testGuardImage
+			}
 			name := "crash"
 			w.newCluster(name, 3)
 			d := newCrashDriver(t, w, name)

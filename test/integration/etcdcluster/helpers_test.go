@@ -52,6 +52,16 @@ func (w *world) settles() []etcdcluster.Option {
 	return []etcdcluster.Option{etcdcluster.WithSettles(fakeStrictReconfigSettle, fakeRollSettle)}
 }
 
+// controllerOptions are the world's options for every Reconciler it runs: the settles, and the
+// guard image when the world stages its members.
+func (w *world) controllerOptions() []etcdcluster.Option {
+	opts := w.settles()
+	if w.guardImage != "" {
+		opts = append(opts, etcdcluster.WithGuardImage(w.guardImage))
+	}
+	return opts
+}
+
 func noJitter(d time.Duration) time.Duration { return d }
 
 // world is one test's namespace: the fake etcd clusters and the fake kubelet that runs them.
@@ -73,6 +83,11 @@ type world struct {
 	nodeLabels map[string]string
 	// real runs real etcd processes for the Pods instead of the fakes (newRealWorld).
 	real *realEtcd
+	// guardImage, when set, is given to the controller (WithGuardImage): new members are then
+	// staged, their Pods running before their add (docs/design/membership-flows.md).
+	guardImage string
+	// held are the members whose Pods ran while etcd did not list them.
+	held map[string]bool
 }
 
 // etcdMembers is etcd's member list of cluster name: the fake's, or the real processes'.
@@ -133,7 +148,7 @@ func (w *world) startController(opts ...etcdcluster.Option) {
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
 	}
-	opts = append(append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter)}, w.settles()...), opts...)
+	opts = append(append([]etcdcluster.Option{etcdcluster.WithResyncJitter(noJitter)}, w.controllerOptions()...), opts...)
 	if err := etcdcluster.NewFromManager(mgr, w.pool, opts...).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -101,7 +103,7 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 		if m.Spec.Bootstrap && c.Status.ClusterID == "" {
 			f.Seed(m.Name, peer, clientURL)
 		}
-		runEtcd(f, m.Name, peer, clientURL)
+		running := w.runEtcd(f, m.Name, peer, clientURL)
 		for _, e := range f.Members() {
 			if e.Name == m.Name && !e.IsLearner {
 				voter = true
@@ -110,7 +112,7 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 		if err := w.labelRole(ctx, pod, m.Status.IsVoter); err != nil {
 			return err
 		}
-		if err := w.podReadiness(ctx, pod, !w.isUnready(m.Name)); err != nil {
+		if err := w.podReadiness(ctx, pod, running && !w.isUnready(m.Name)); err != nil {
 			return err
 		}
 	}
@@ -122,7 +124,7 @@ func (w *world) runPod(ctx context.Context, f *etcdfake.Cluster, m *etcdv1alpha2
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, Labels: desired.MemberLabels(m.Spec.ClusterName, m.Name),
-			Annotations:     map[string]string{etcdv1alpha2.AnnotationTemplateHash: podHash(m)},
+			Annotations:     map[string]string{etcdv1alpha2.AnnotationTemplateHash: w.podHash(m)},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(m, etcdv1alpha2.GroupVersion.WithKind("EtcdMember"))},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "quay.io/coreos/etcd:v" + m.Spec.Version}}},
@@ -239,11 +241,35 @@ func (w *world) memberStatus(ctx context.Context, m *etcdv1alpha2.EtcdMember, po
 // podHash is the template hash the EtcdMember controller stamps on a Pod it builds for m: the
 // authorised one, which it checks a new Pod carries, or, without one, the hash of m's template
 // under the default image repository and no guard (these tests run the cluster controller without one).
-func podHash(m *etcdv1alpha2.EtcdMember) string {
+func (w *world) podHash(m *etcdv1alpha2.EtcdMember) string {
 	if h := m.Annotations[etcdv1alpha2.AnnotationTemplateHash]; h != "" {
 		return h
 	}
-	return desired.TemplateHash(&m.Spec, desired.MemberImages("", m.Spec.Version, ""), desired.CADigests{})
+	return desired.TemplateHash(&m.Spec, desired.MemberImages("", m.Spec.Version, w.guardImage), desired.CADigests{})
+}
+
+// runEtcd runs member name's etcd process (runEtcd) and records a member whose Pod ran while
+// etcd did not list it yet: one staged by the operator, held by the data-dir guard.
+func (w *world) runEtcd(f *etcdfake.Cluster, name, peer, clientURL string) bool {
+	if runEtcd(f, name, peer, clientURL) {
+		return true
+	}
+	if _, listed := f.ByPeerURL(peer); !listed {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.held == nil {
+			w.held = map[string]bool{}
+		}
+		w.held[name] = true
+	}
+	return false
+}
+
+// heldMembers are the members whose Pods ran before etcd listed them, sorted.
+func (w *world) heldMembers() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.held))
 }
 
 // restartForTemplate is the EtcdMember controller's rolling-update rule, as the fake plays it:
@@ -318,8 +344,7 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *etc
 	if m.Spec.Bootstrap && c.Status.ClusterID == "" {
 		f.Seed(m.Name, peer, clientURL)
 	}
-	runEtcd(f, m.Name, peer, clientURL)
-	return w.podReadiness(ctx, pod, true)
+	return w.podReadiness(ctx, pod, w.runEtcd(f, m.Name, peer, clientURL))
 }
 
 // fakeSchedulerMessage is what the scheduler says of a Pod whose nodeSelector no node matches.

@@ -52,16 +52,19 @@ type closable struct{ *etcdfake.Cluster }
 func (closable) Close() error { return nil }
 
 // runEtcd runs the etcd process of the member with peer URL peer, as its Pod's container does:
-// it publishes name and clientURL, and a learner catches up with the leader at once. etcd
-// exits at start when no member has its peer URL ("member not found"): nothing runs then.
-func runEtcd(f *etcdfake.Cluster, name, peer, clientURL string) {
+// it publishes name and clientURL, and a learner catches up with the leader at once. While no
+// member has its peer URL, nothing runs: etcd would exit at start ("member not found"), and the
+// data-dir guard of a staged member holds it until its add. It reports whether etcd runs.
+func runEtcd(f *etcdfake.Cluster, name, peer, clientURL string) bool {
 	e, ok := f.ByPeerURL(peer)
 	if !ok {
-		return
+		return false
 	}
-	if f.Start(e.ID, name, clientURL) == nil {
-		_ = f.MarkSynced(e.ID)
+	if f.Start(e.ID, name, clientURL) != nil {
+		return false
 	}
+	_ = f.MarkSynced(e.ID)
+	return true
 }
 
 // stopEtcd stops the etcd process of the member with peer URL peer, if it ever ran.
