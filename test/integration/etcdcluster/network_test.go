@@ -16,9 +16,19 @@ type network struct {
 	mu     sync.Mutex
 	byIP   map[string]*etcdfake.Cluster
 	nextIP int
+	// beforeAdd, by fake, is called with the peer URLs of every MemberAddAsLearner the operator
+	// sends it, before the fake adds the learner.
+	beforeAdd map[*etcdfake.Cluster]func(peerURLs []string)
 }
 
-var net0 = &network{byIP: map[string]*etcdfake.Cluster{}}
+var net0 = &network{byIP: map[string]*etcdfake.Cluster{}, beforeAdd: map[*etcdfake.Cluster]func([]string){}}
+
+// onAdd makes the operator's adds to f call hook first.
+func (n *network) onAdd(f *etcdfake.Cluster, hook func(peerURLs []string)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.beforeAdd[f] = hook
+}
 
 // allocate returns a fresh Pod IP served by f.
 func (n *network) allocate(f *etcdfake.Cluster) string {
@@ -40,16 +50,26 @@ func (n *network) dial(_ context.Context, cfg etcdclient.Config) (etcdclient.Dia
 			continue
 		}
 		if f := n.byIP[u.Hostname()]; f != nil {
-			return closable{f}, nil
+			return closable{f, n.beforeAdd[f]}, nil
 		}
 	}
 	return nil, etcdclient.NewError("dial", etcdclient.ErrUnavailable)
 }
 
 // closable is a pooled client of a fake: closing it leaves the fake cluster running.
-type closable struct{ *etcdfake.Cluster }
+type closable struct {
+	*etcdfake.Cluster
+	beforeAdd func(peerURLs []string)
+}
 
 func (closable) Close() error { return nil }
+
+func (c closable) MemberAddAsLearner(ctx context.Context, peerURLs []string) (etcdclient.Member, []etcdclient.Member, error) {
+	if c.beforeAdd != nil {
+		c.beforeAdd(peerURLs)
+	}
+	return c.Cluster.MemberAddAsLearner(ctx, peerURLs)
+}
 
 // runEtcd runs the etcd process of the member with peer URL peer, as its Pod's container does:
 // it publishes name and clientURL, and a learner catches up with the leader at once. While no

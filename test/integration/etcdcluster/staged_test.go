@@ -1,17 +1,17 @@
 package etcdcluster_test
 
 import (
+	"context"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
@@ -19,25 +19,31 @@ import (
 const testGuardImage = "registry.example.test/etcd-operator:test"
 
 // TestStagedJoins: with the data-dir guard in the Pod template, every new member of a bootstrap
-// and of a scale-up is staged (docs/design/membership-flows.md, "Staged joins"): it gets its
-// initial cluster, and so its Pod, before its add, and the cluster's Progressing condition says
-// so. For Memory members (whose data lives in the Pod) nothing is staged: the etcd fake starts
-// nothing for a peer it does not list, and no Memory member's Pod runs before its add.
+// and of a scale-up is staged (docs/design/membership-flows.md, "Staged joins"): at the moment of
+// its MemberAddAsLearner it has its initial cluster already, so its Pod was being built before
+// the add. For Memory members (whose data lives in the Pod) nothing is staged: the etcd fake
+// starts nothing for a peer it does not list, and no Memory member's Pod runs before its add.
 func TestStagedJoins(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	w.guardImage = testGuardImage
 	w.startController()
 	var mu sync.Mutex
-	var messages []string
-	stop := w.watchCluster(t, "staged", func(c *etcdv1alpha2.EtcdCluster) {
-		if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing); p != nil {
-			mu.Lock()
-			defer mu.Unlock()
-			messages = append(messages, p.Message)
+	staged := map[string]bool{}
+	net0.onAdd(w.fake("staged"), func(peerURLs []string) {
+		ms, err := w.members(context.Background(), "staged")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, m := range ms {
+			if slices.Contains(peerURLs, desired.PeerURL(&m)) {
+				mu.Lock()
+				staged[m.Name] = m.Spec.InitialCluster != ""
+				mu.Unlock()
+			}
 		}
 	})
-	defer stop()
 	w.newCluster("staged", 3)
 	wait.Eventually(t, convergeTimeout, "3 members", w.converged("staged", 3))
 	w.setReplicas("staged", 5)
@@ -49,9 +55,9 @@ func TestStagedJoins(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, m := range ms {
-		staged := slices.ContainsFunc(messages, func(msg string) bool { return strings.HasPrefix(msg, "preparing "+m.Name+":") })
-		if staged == m.Spec.Bootstrap {
-			t.Errorf("%s (seed %t): staged %t; Progressing said %q", m.Name, m.Spec.Bootstrap, staged, messages)
+		if wasStaged, added := staged[m.Name]; added == m.Spec.Bootstrap || (added && !wasStaged) {
+			t.Errorf("%s (seed %t): added by MemberAddAsLearner %t, with its initial cluster already %t; want every joiner added staged",
+				m.Name, m.Spec.Bootstrap, added, wasStaged)
 		}
 	}
 	checkNoDuplicateAdds(t, w.fake("staged").Mutations())

@@ -146,15 +146,40 @@ func TestCrashLoopByRestarts(t *testing.T) {
 }
 
 // TestStartFailedClassified: a Pod that runs but never becomes Ready with the member's
-// template is Healthy=False/StartFailed after memberStartGrace, not a crash loop.
+// template is Healthy=False/StartFailed after memberStartGrace, not a crash loop. The member was
+// added to etcd (its member ID is recorded): before that, its guard holds etcd on purpose
+// (AwaitingMembership), which is no failure.
 func TestStartFailedClassified(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
 	m := newMember(t, c)
 	markPodRunning(t, waitPod(t, m), "10.0.5.4", false)
+	setMemberStatus(t, m, "a4", false)
 	waitCondition(t, m, etcdv1alpha2.ConditionHealthy, metav1.ConditionFalse, health.ReasonStartFailed, "memberStartGrace")
 	wantMemberFailed(t, c, m, 1)
+}
+
+// TestStagedMemberAwaitsMembership: a staged member (its Pod built before its add, no member ID
+// recorded) whose Pod runs and is not Ready is waiting on purpose: Ready=False/AwaitingMembership,
+// and past memberStartGrace it is still not StartFailed, so it is never replaced for waiting.
+func TestStagedMemberAwaitsMembership(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
+	m := newMember(t, c)
+	markPodRunning(t, waitPod(t, m), "10.0.5.9", false)
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonAwaitingMembership, "waits to be added to etcd")
+	wait.Consistently(t, testGraces.MemberStart+2*time.Second, "a staged member is not StartFailed", func(ctx context.Context) error {
+		cur, err := getMember(ctx, m)
+		if err != nil {
+			return err
+		}
+		if h := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha2.ConditionHealthy); h != nil && h.Status == metav1.ConditionFalse {
+			return fmt.Errorf("Healthy = %s/%s: %s", h.Status, h.Reason, h.Message)
+		}
+		return nil
+	})
 }
 
 // TestMemoryMemberDataLostAnnouncedOnce: the classifier's DataLost for a Memory member whose
