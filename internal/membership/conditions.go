@@ -137,6 +137,9 @@ func available(in ConditionInput) metav1.Condition {
 	switch {
 	case AllMembersLost(s):
 		return f(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
+	case len(s.Unsupported) > 0 && s.ClusterID == "":
+		// Ahead of missing TLS material: installing cert-manager would not make it start.
+		return f(ReasonFeatureNotSupported, unsupportedMessage(s))
 	case s.TLS.CertManagerMissing:
 		return f(ReasonCertManagerNotInstalled, certManagerMessage())
 	case quorumLost(s, c):
@@ -175,6 +178,9 @@ func progressing(in ConditionInput) metav1.Condition {
 		if l.Expired {
 			msg += "; the progress deadline passed; still working: " + a.Message
 		}
+	case a.Reason == ReasonFeatureNotSupported:
+		// What the user must act on; no deadline makes it more true.
+		st = metav1.ConditionFalse
 	case l.Expired:
 		st, reason = metav1.ConditionFalse, ReasonDeadlineExceeded
 		if s.ClusterID == "" {
@@ -223,6 +229,8 @@ func degraded(in ConditionInput) metav1.Condition {
 			msg += "; every member's data is lost or corrupt: restore from a snapshot into a new EtcdCluster"
 		}
 		return t(ReasonQuorumLost, msg)
+	case len(s.Unsupported) > 0:
+		return t(ReasonFeatureNotSupported, unsupportedMessage(s))
 	case len(s.TLS.MissingSecrets) > 0:
 		return t(ReasonTLSSecretMissing, tlsSecretMessage(s.TLS))
 	case len(blocked) > 0:

@@ -11,9 +11,10 @@ import (
 
 // Next returns the one step to take for s, first match wins (docs/design/membership-flows.md, "Planner order"). See the
 // package documentation for the order. A step that would start etcd waits while TLS material
-// the spec asks for is missing.
+// the spec asks for is missing, and does not happen while the spec asks for a feature not
+// supported yet.
 func Next(s Scope) Action {
-	return holdForTLS(&s, next(s))
+	return holdForTLS(&s, holdForUnsupported(&s, next(s)))
 }
 
 func next(s Scope) Action {

@@ -209,6 +209,9 @@ type Scope struct {
 	Rolling bool
 	// TLS is the TLS material spec.tls asks for that is missing.
 	TLS TLS
+	// Unsupported names the spec's fields that ask for a feature not supported yet
+	// (Unsupported); nothing starts etcd while any is set.
+	Unsupported []string
 	// Memory is true for a cluster whose members keep their data in memory: a member that
 	// lost its Pod lost its data.
 	Memory bool

@@ -27,6 +27,7 @@ func (o *observation) scopeFor(observed *etcdv1alpha2.ObservedClusterSpec) membe
 		Bootstrapping:        bootstrapping(c),
 		Rolling:              o.rolling,
 		TLS:                  o.tls,
+		Unsupported:          membership.Unsupported(&c.Spec),
 		Observed:             observed,
 		StorageSize:          latchedSize(observed),
 		// The guard holds a staged member's etcd until its add; without it, etcd would start

@@ -70,11 +70,14 @@ func (w *world) noMembers(name string) {
 	}
 }
 
-// TestCertManagerNotInstalled asks for cert-manager certificates from an API server that does not
-// serve cert-manager (envtest's does not): the controller's real discovery probe must report
-// Available=False/CertManagerNotInstalled, the missing Secrets as Degraded=True/TLSSecretMissing,
-// announce each once, and create no member, which would start etcd without the requested TLS.
-func TestCertManagerNotInstalled(t *testing.T) {
+// TestUnsupportedFeaturesRefused asks for what this operator does not build yet: client TLS and
+// peer certificates from cert-manager (the docs/api.md example's TLS), on one cluster, and a
+// restore from a snapshot on another. Each must be refused by name (docs/design/membership-flows.md,
+// "Features not supported yet"): Available=False, Progressing=False and Degraded=True with reason
+// FeatureNotSupported naming the fields, one Warning, and no EtcdMember, so no etcd starts that
+// would ignore them (before, the TLS cluster waited forever for a seed the operator could not
+// reach, and the restore booted an empty cluster under a new cluster ID).
+func TestUnsupportedFeaturesRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	w.startController()
@@ -83,30 +86,49 @@ func TestCertManagerNotInstalled(t *testing.T) {
 		Client: &etcdv1alpha2.ClientTLS{CertManager: &etcdv1alpha2.ClientCertManagerTLS{ServerIssuerRef: issuer, OperatorClientIssuerRef: &issuer}},
 		Peer:   &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: issuer}},
 	})
-	wait.Eventually(t, convergeTimeout, "Available=False/CertManagerNotInstalled",
-		w.condition("cm", etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, membership.ReasonCertManagerNotInstalled, "install cert-manager", "Secret references"))
-	wait.Eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
-		w.condition("cm", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonTLSSecretMissing, "cm-operator-client-tls, cm-peer-tls, cm-server-tls"))
-	wait.Eventually(t, convergeTimeout, "Progressing says what the seed waits for",
-		w.condition("cm", etcdv1alpha2.ConditionProgressing, metav1.ConditionTrue, membership.ReasonWaitingForSeed, "cert-manager is not installed"))
-	// Across the fixed requeue that follows, nothing is created and nothing is announced twice.
+	restore := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "restore"},
+		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: "3.6.5",
+			Storage: etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+			Bootstrap: &etcdv1alpha2.BootstrapSpec{Restore: &etcdv1alpha2.RestoreSpec{Source: etcdv1alpha2.SnapshotLocation{
+				PVC: &etcdv1alpha2.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}}}}},
+	}
+	if err := w.createCluster(restore); err != nil {
+		t.Fatal(err)
+	}
+	for name, fields := range map[string][]string{
+		"cm":      {"spec.tls.client (client TLS", "spec.tls.peer.certManager (peer certificates from cert-manager"},
+		"restore": {"spec.bootstrap.restore (restore from a snapshot"},
+	} {
+		for _, c := range []struct {
+			t  string
+			st metav1.ConditionStatus
+		}{{etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse}, {etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse},
+			{etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue}} {
+			wait.Eventually(t, convergeTimeout, name+": "+c.t+" FeatureNotSupported",
+				w.condition(name, c.t, c.st, membership.ReasonFeatureNotSupported, append(fields, "not supported yet", "no member is started")...))
+		}
+	}
+	// Across the fixed TLS requeue that follows, nothing is created and nothing announced twice.
 	for end := time.Now().Add(tlsSecretWait); time.Now().Before(end); time.Sleep(time.Second) {
 		w.noMembers("cm")
+		w.noMembers("restore")
 	}
-	for _, reason := range []string{membership.ReasonCertManagerNotInstalled, membership.ReasonTLSSecretMissing} {
-		if n := w.eventCount("cm", reason); n != 1 {
-			t.Errorf("%d %s Events, want 1", n, reason)
+	for _, name := range []string{"cm", "restore"} {
+		if n := w.eventCount(name, membership.ReasonFeatureNotSupported); n != 1 {
+			t.Errorf("%s: %d FeatureNotSupported Events, want 1", name, n)
 		}
 	}
 }
 
-// TestTLSSecretMissing names a Secret that does not exist: Degraded=True/TLSSecretMissing naming
-// it, no member; once the Secret is created the fixed requeue picks it up and the seed is created.
+// TestTLSSecretMissing names a peer TLS Secret that does not exist: Degraded=True/TLSSecretMissing
+// naming it, no member; once the Secret is created the fixed requeue picks it up and the seed is
+// created.
 func TestTLSSecretMissing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	w.startController()
-	w.newTLSCluster("byo", &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "byo-server"}}})
+	w.newTLSCluster("byo", &etcdv1alpha2.EtcdClusterTLS{Peer: &etcdv1alpha2.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: "byo-server"}}})
 	wait.Eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
 		w.condition("byo", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonTLSSecretMissing, "TLS Secret byo-server does not exist"))
 	if c := meta.FindStatusCondition(w.cluster("byo").Status.Conditions, etcdv1alpha2.ConditionAvailable); c == nil || c.Reason == membership.ReasonCertManagerNotInstalled {
