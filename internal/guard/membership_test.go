@@ -76,7 +76,7 @@ func TestAwaitReturnsOnceAPeerListsSelf(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Await(t.Context()) }()
 	for asked.Load() < 3 {
-		time.Sleep(5 * time.Millisecond) //nolint:forbidigo // polling a counter the server bumps; bounded by the test timeout
+		time.Sleep(5 * time.Millisecond) // polling a counter the server bumps; bounded by the test timeout
 	}
 	select {
 	case err := <-done:
@@ -134,7 +134,12 @@ func TestStagedJoinWithRealEtcd(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- guard.Wait() }()
-	t.Cleanup(func() { _ = guard.Process.Signal(syscall.SIGTERM); <-exited })
+	t.Cleanup(func() {
+		_ = guard.Process.Signal(syscall.SIGTERM)
+		if err := <-exited; err != nil {
+			t.Logf("guard after SIGTERM: %v", err)
+		}
+	})
 
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{first.ClientURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
@@ -210,7 +215,7 @@ func TestStopWhileAwaitingMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	for asked.Load() == 0 {
-		time.Sleep(5 * time.Millisecond) //nolint:forbidigo // polling a counter the server bumps; bounded by the test timeout
+		time.Sleep(5 * time.Millisecond) // polling a counter the server bumps; bounded by the test timeout
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
