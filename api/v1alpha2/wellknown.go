@@ -36,6 +36,7 @@ const (
 	AnnotationPeerAutoTLS         = "etcd-operator.cozystack.io/peer-auto-tls"
 	AnnotationTemplateHash        = "etcd-operator.cozystack.io/template-hash"
 	AnnotationMemberUID           = "etcd-operator.cozystack.io/member-uid"
+	AnnotationClusterID           = "etcd-operator.cozystack.io/cluster-id"
 	AnnotationRemovalReason       = "etcd-operator.cozystack.io/removal-reason"
 	AnnotationAllowDeletion       = "etcd-operator.cozystack.io/allow-deletion"
 	AnnotationReplace             = "etcd-operator.cozystack.io/replace"

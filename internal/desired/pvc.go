@@ -2,6 +2,7 @@ package desired
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -14,9 +15,9 @@ import (
 // The PVC is deliberately not owned by the EtcdMember: deleting a member object (by mistake, or
 // to re-create it) must never delete its data. Its link to the member is the member-uid
 // annotation instead. Its lifetime follows the owner cluster's storage.reclaimPolicy, read from
-// owner because the policy is not latched into members: Delete (or unset, the API default) adds
-// an ownerReference to the EtcdCluster so the claim is garbage-collected with it; Retain adds
-// none. A nil owner adds none either.
+// owner because the policy is not latched into members (PVCOwnerReferences): Delete (or unset,
+// the API default) adds an ownerReference to the EtcdCluster so the claim is garbage-collected
+// with it; Retain adds none. A nil owner adds none either.
 //
 // The returned PVC shares no memory with member or owner.
 func PVC(member *etcdv1alpha2.EtcdMember, owner *etcdv1alpha2.EtcdCluster) *corev1.PersistentVolumeClaim {
@@ -46,8 +47,29 @@ func PVC(member *etcdv1alpha2.EtcdMember, owner *etcdv1alpha2.EtcdCluster) *core
 	if spec.Storage.StorageClassName != nil {
 		pvc.Spec.StorageClassName = ptr.To(*spec.Storage.StorageClassName)
 	}
-	if owner != nil && owner.Spec.Storage.ReclaimPolicy != etcdv1alpha2.ReclaimPolicyRetain {
-		pvc.OwnerReferences = []metav1.OwnerReference{clusterOwnerRef(owner)}
+	if owner != nil {
+		pvc.OwnerReferences = PVCOwnerReferences(nil, owner)
 	}
 	return pvc
+}
+
+// PVCOwnerReferences returns the ownerReferences a member's data PVC should have under owner's
+// storage.reclaimPolicy, given the ones it has: any reference to owner is dropped, and under
+// Delete (or unset) owner's controller reference is added back. References to other objects are
+// kept, in order. It returns current itself when nothing changes, so callers can compare
+// lengths and contents cheaply.
+func PVCOwnerReferences(current []metav1.OwnerReference, owner *etcdv1alpha2.EtcdCluster) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, ref := range current {
+		if ref.UID != owner.UID {
+			out = append(out, ref)
+		}
+	}
+	if owner.Spec.Storage.ReclaimPolicy != etcdv1alpha2.ReclaimPolicyRetain {
+		out = append(out, clusterOwnerRef(owner))
+	}
+	if equality.Semantic.DeepEqual(out, current) || (len(out) == 0 && len(current) == 0) {
+		return current
+	}
+	return out
 }

@@ -123,3 +123,38 @@ func TestPVC(t *testing.T) {
 		})
 	}
 }
+
+// TestPVCOwnerReferences: a policy change reaches an existing PVC both ways, other owners are
+// kept, and an unchanged PVC gets its own slice back (no write).
+func TestPVCOwnerReferences(t *testing.T) {
+	t.Parallel()
+	c := &etcdv1alpha2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "cluster-uid-1"}}
+	own := clusterOwnerRef(c)
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "other"}
+	retain := c.DeepCopy()
+	retain.Spec.Storage.ReclaimPolicy = etcdv1alpha2.ReclaimPolicyRetain
+	stale := own
+	stale.Name = "renamed" // the same owner under an outdated reference
+	for name, tc := range map[string]struct {
+		current []metav1.OwnerReference
+		owner   *etcdv1alpha2.EtcdCluster
+		want    []metav1.OwnerReference
+	}{
+		"Delete adds the cluster":         {nil, c, []metav1.OwnerReference{own}},
+		"Delete keeps other owners":       {[]metav1.OwnerReference{other}, c, []metav1.OwnerReference{other, own}},
+		"Delete rewrites a stale ref":     {[]metav1.OwnerReference{stale}, c, []metav1.OwnerReference{own}},
+		"Retain removes the cluster":      {[]metav1.OwnerReference{own}, retain, nil},
+		"Retain keeps other owners":       {[]metav1.OwnerReference{own, other}, retain, []metav1.OwnerReference{other}},
+		"Retain on an unowned PVC":        {nil, retain, nil},
+		"Delete on a PVC owned already":   {[]metav1.OwnerReference{own}, c, []metav1.OwnerReference{own}},
+		"Delete after another owner, too": {[]metav1.OwnerReference{other, own}, c, []metav1.OwnerReference{other, own}},
+	} {
+		if diff := cmp.Diff(tc.want, PVCOwnerReferences(tc.current, tc.owner)); diff != "" {
+			t.Errorf("%s: (-want +got)\n%s", name, diff)
+		}
+	}
+	current := []metav1.OwnerReference{other, own}
+	if got := PVCOwnerReferences(current, c); &got[0] != &current[0] {
+		t.Errorf("an unchanged list was copied: callers would write for nothing")
+	}
+}

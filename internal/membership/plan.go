@@ -66,6 +66,11 @@ func bootstrap(s *Scope) Action {
 			others = append(others, m)
 		}
 	}
+	if len(s.Members) == 0 {
+		if a, ok := adoptRetained(s); ok {
+			return a
+		}
+	}
 	switch {
 	case len(s.Members) == 0 && s.Target == 0:
 		return Action{Kind: KindNone, Reason: ReasonPaused, Message: "replicas is 0 and no data has been written"}

@@ -153,6 +153,11 @@ type PVC struct {
 	// data: controlled by something else, or older than the cluster (left by an earlier cluster
 	// of the same name under reclaimPolicy Retain, or adopted from another operator).
 	Foreign bool
+	// Retained is the cluster ID recorded on a PVC that an earlier cluster of the same name kept
+	// (reclaimPolicy Retain): owned by nothing, older than this cluster, with member-uid and
+	// cluster-id annotations. Empty for every other PVC. Such a PVC is Foreign until this cluster
+	// latches the same cluster ID (adoptRetained), and then re-adopted like any orphan.
+	Retained string
 	// Claim is the PVC's size, capacity and StorageClass, for storage growth (docs/design/storage.md).
 	Claim Claim
 }

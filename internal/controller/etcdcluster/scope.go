@@ -49,6 +49,7 @@ func (o *observation) scopeFor(observed *etcdv1alpha2.ObservedClusterSpec) membe
 			MemberRecreated: o.recreated(pvc.Labels[etcdv1alpha2.LabelComponent]),
 			PeerURL:         desired.PeerURL(readoptedStub(c, pvc.Labels[etcdv1alpha2.LabelComponent])),
 			Foreign:         foreignPVC(c, pvc),
+			Retained:        retainedClusterID(c, pvc),
 			Claim:           claimFrom(pvc, c, o.classes),
 		})
 	}
@@ -208,8 +209,23 @@ func (o *observation) recreated(member string) bool {
 // foreignPVC reports a PVC that carries the cluster label but holds another cluster's data:
 // controlled by something other than this cluster, or older than the cluster (kept by
 // reclaimPolicy Retain from an earlier cluster of the same name, or adopted from another
-// operator with members this one cannot re-create faithfully).
+// operator with members this one cannot re-create faithfully). A retained PVC whose cluster ID
+// this cluster latched is its own again (docs/design/storage.md, "Reclaim policy").
 func foreignPVC(c *etcdv1alpha2.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
+	if id := retainedClusterID(c, pvc); id != "" && id == c.Status.ClusterID {
+		return false // retained by an earlier cluster of this name, whose data this one took over
+	}
 	ref := metav1.GetControllerOf(pvc)
 	return (ref != nil && ref.UID != c.UID) || pvc.CreationTimestamp.Before(&c.CreationTimestamp)
+}
+
+// retainedClusterID is the cluster ID recorded on a PVC an earlier cluster of the same name kept
+// under reclaimPolicy Retain: owned by nothing, older than c, made by the operator for a member
+// (member-uid), and stamped with the cluster it served (cluster-id). Empty for any other PVC.
+func retainedClusterID(c *etcdv1alpha2.EtcdCluster, pvc *corev1.PersistentVolumeClaim) string {
+	if metav1.GetControllerOf(pvc) != nil || !pvc.CreationTimestamp.Before(&c.CreationTimestamp) ||
+		pvc.Annotations[etcdv1alpha2.AnnotationMemberUID] == "" {
+		return ""
+	}
+	return pvc.Annotations[etcdv1alpha2.AnnotationClusterID]
 }

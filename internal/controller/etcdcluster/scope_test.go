@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
@@ -108,5 +110,46 @@ func TestScopeCarriesTheReconcilersGraceAndSettles(t *testing.T) {
 	s := o.scopeFor(nil)
 	if s.OrphanMemberGrace != 3*time.Second || s.StrictReconfigSettle != time.Second || s.RollSettle != 2*time.Second {
 		t.Fatalf("scope grace %s, settles %s and %s; want 3s, 1s and 2s", s.OrphanMemberGrace, s.StrictReconfigSettle, s.RollSettle)
+	}
+}
+
+// TestRetainedPVCs: a PVC an earlier cluster of the same name kept is foreign, and carries its
+// recorded cluster ID, until the cluster latches that ID; then it is the cluster's own again.
+// Owned, younger or unstamped PVCs are never taken for retained data.
+func TestRetainedPVCs(t *testing.T) {
+	t.Parallel()
+	created := metav1.NewTime(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	c := &etcdv1alpha2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "etcd", UID: "new", CreationTimestamp: created}}
+	pvc := func(age time.Duration, owner types.UID, annotations map[string]string) *corev1.PersistentVolumeClaim {
+		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-etcd-a", Annotations: annotations,
+			CreationTimestamp: metav1.NewTime(created.Add(-age))}}
+		if owner != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "EtcdCluster", Name: "etcd", UID: owner, Controller: ptr.To(true)}}
+		}
+		return p
+	}
+	stamped := map[string]string{etcdv1alpha2.AnnotationMemberUID: "m", etcdv1alpha2.AnnotationClusterID: "c1d"}
+	for name, tc := range map[string]struct {
+		pvc      *corev1.PersistentVolumeClaim
+		latched  string
+		retained string
+		foreign  bool
+	}{
+		"kept by an earlier cluster":      {pvc(time.Hour, "", stamped), "", "c1d", true},
+		"kept, and its ID latched":        {pvc(time.Hour, "", stamped), "c1d", "c1d", false},
+		"kept, another ID latched":        {pvc(time.Hour, "", stamped), "e2f", "c1d", true},
+		"still owned by the old cluster":  {pvc(time.Hour, "old", stamped), "", "", true},
+		"no cluster ID recorded":          {pvc(time.Hour, "", map[string]string{etcdv1alpha2.AnnotationMemberUID: "m"}), "", "", true},
+		"this cluster's own, unowned":     {pvc(-time.Hour, "", stamped), "c1d", "", false},
+		"this cluster's own, owned by it": {pvc(-time.Hour, "new", stamped), "c1d", "", false},
+	} {
+		cur := c.DeepCopy()
+		cur.Status.ClusterID = tc.latched
+		if got := retainedClusterID(cur, tc.pvc); got != tc.retained {
+			t.Errorf("%s: retained %q, want %q", name, got, tc.retained)
+		}
+		if got := foreignPVC(cur, tc.pvc); got != tc.foreign {
+			t.Errorf("%s: foreign %t, want %t", name, got, tc.foreign)
+		}
 	}
 }

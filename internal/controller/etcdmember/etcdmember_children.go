@@ -51,7 +51,7 @@ const (
 )
 
 // ensurePVC creates the member's data PVC when it has none, refuses a foreign one, and keeps the
-// member's additionalMetadata on it in place. Memory members have no PVC.
+// cluster's reclaim policy and the member's additionalMetadata on it in place. Memory members have no PVC.
 func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (step.Result, error) {
 	m := sc.member
 	if m.Spec.Storage.Medium == etcdv1alpha2.StorageMediumMemory {
@@ -71,6 +71,9 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope) (step.Result, err
 		if !sc.pvc.DeletionTimestamp.IsZero() {
 			sc.notes.podBlocked = fmt.Sprintf("PVC %s is being deleted", name)
 			return step.Stop("PVC terminating"), nil
+		}
+		if err := r.keepReclaimPolicy(ctx, sc); err != nil {
+			return step.Result{}, err
 		}
 		return step.Continue, r.keepMetadata(ctx, sc.pvc, pvcGVK, desired.MemberLabels(m.Spec.ClusterName, m.Name), nil, m)
 	}

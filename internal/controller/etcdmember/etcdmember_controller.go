@@ -218,7 +218,8 @@ func (r *Reconciler) clusterToMembers(ctx context.Context, obj client.Object) []
 }
 
 // clusterChangesThatMatter passes the EtcdCluster events a member acts on: creation, deletion,
-// the start of a deletion and the cluster ID latching. The cluster's frequent status writes
+// the start of a deletion, the cluster ID latching and a reclaim policy change (which the
+// member's PVC gets at once, so that a deletion right after it finds the PVC as the policy says). The cluster's frequent status writes
 // would otherwise wake every member for nothing.
 func clusterChangesThatMatter() predicate.Funcs {
 	return predicate.Funcs{
@@ -229,7 +230,8 @@ func clusterChangesThatMatter() predicate.Funcs {
 				return true
 			}
 			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
-				o.Status.ClusterID != n.Status.ClusterID
+				o.Status.ClusterID != n.Status.ClusterID ||
+				o.Spec.Storage.ReclaimPolicy != n.Spec.Storage.ReclaimPolicy
 		},
 	}
 }
