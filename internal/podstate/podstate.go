@@ -1,6 +1,9 @@
 package podstate
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,4 +45,42 @@ func ContainerStarted(pod *corev1.Pod, container string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// maxWaitingMessage bounds the kubelet's message quoted for a waiting container: an image pull
+// error can carry a registry's whole answer.
+const maxWaitingMessage = 300
+
+// Waiting describes the Pod's containers that wait to run, init containers first, each with its
+// reason, its image and the kubelet's message: "container etcd waits: ErrImagePull (image
+// quay.io/coreos/etcd:v3.6.99): ...". It is what names why a Pod does not start when its phase
+// alone says only Pending. Empty when no container waits (or pod is nil).
+func Waiting(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	images := map[string]string{}
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		images[c.Name] = c.Image
+	}
+	var out []string
+	for _, st := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+		w := st.State.Waiting
+		if w == nil || w.Reason == "" {
+			continue
+		}
+		image := images[st.Name]
+		if image == "" {
+			image = st.Image
+		}
+		s := fmt.Sprintf("container %s waits: %s (image %s)", st.Name, w.Reason, image)
+		if msg := strings.TrimSpace(w.Message); msg != "" {
+			if len(msg) > maxWaitingMessage {
+				msg = msg[:maxWaitingMessage] + "…"
+			}
+			s += ": " + msg
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
 }

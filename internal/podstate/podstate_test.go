@@ -73,3 +73,36 @@ func TestContainerStarted(t *testing.T) {
 		t.Errorf("ContainerStarted(waiting) = %v, want zero", got)
 	}
 }
+
+// TestWaiting names each waiting container with its reason, its image and the kubelet's words,
+// init containers first, and says nothing of running ones.
+func TestWaiting(t *testing.T) {
+	t.Parallel()
+	p := &corev1.Pod{
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "install-etcd-guard", Image: "operator:v1"}},
+			Containers:     []corev1.Container{{Name: "etcd", Image: "quay.io/coreos/etcd:v3.6.99"}},
+		},
+		Status: corev1.PodStatus{
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "install-etcd-guard", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "etcd", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+				Reason: "ErrImagePull", Message: "rpc error: not found"}}}},
+		},
+	}
+	want := "container etcd waits: ErrImagePull (image quay.io/coreos/etcd:v3.6.99): rpc error: not found"
+	if got := Waiting(p); got != want {
+		t.Errorf("Waiting = %q, want %q", got, want)
+	}
+	p.Status.InitContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}
+	p.Status.ContainerStatuses[0].State.Waiting.Message = string(make([]byte, 1000))
+	got := Waiting(p)
+	if want := "container install-etcd-guard waits: ImagePullBackOff (image operator:v1); container etcd waits: ErrImagePull"; len(got) < len(want) || got[:len(want)] != want {
+		t.Errorf("Waiting = %q, want it to start %q", got, want)
+	}
+	if len(got) > 500 {
+		t.Errorf("Waiting quotes %d bytes; the kubelet's message is bounded", len(got))
+	}
+	if got := Waiting(nil); got != "" {
+		t.Errorf("Waiting(nil) = %q", got)
+	}
+}

@@ -193,6 +193,11 @@ func servingCondition(in statusInput) condition {
 		if c, ok := unschedulable(in.pod); ok && phase == corev1.PodPending {
 			msg += "; unschedulable: " + c.Message
 		}
+		// And why its containers do not run (an image that cannot be pulled, a volume still
+		// mounting), with the image named, which the phase alone does not say.
+		if w := podstate.Waiting(in.pod); w != "" {
+			msg += "; " + w
+		}
 		return notReady(msg)
 	case m.Status.MemberID == "":
 		return condition{metav1.ConditionFalse, ReasonDiscoveringMemberID, "pod is ready; waiting for etcd's member list to report this member's ID"}

@@ -93,6 +93,16 @@ func TestReadyCondition(t *testing.T) {
 			in:         statusInput{member: member(withID("a1", true)), pod: pod(false, unschedulablePod(time.Now()))},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonPodNotReady, wantMsg: "pod phase: Pending; unschedulable: " + schedulerMsg,
 		},
+		"Pod whose image cannot be pulled: the kubelet's reason and the image": {
+			in: statusInput{member: member(withID("a1", true)), pod: pod(false, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Spec.Containers = []corev1.Container{{Name: "etcd", Image: "quay.io/coreos/etcd:v3.6.99"}}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", State: corev1.ContainerState{
+					Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}}
+			})},
+			wantStatus: metav1.ConditionFalse, wantReason: ReasonPodNotReady,
+			wantMsg: "pod phase: Pending; container etcd waits: ImagePullBackOff (image quay.io/coreos/etcd:v3.6.99): Back-off pulling image",
+		},
 		"memory member that lost its Pod": {
 			in:         statusInput{member: member(memory, withID("a1", true)), notes: notes{memoryPodLost: true}},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonPodNotReady, wantMsg: "not recreated",

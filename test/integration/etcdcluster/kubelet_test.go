@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -326,6 +327,8 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *etc
 		return client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))
 	case pod.Status.PodIP == "" && !w.schedulable(pod):
 		return w.unschedulable(ctx, pod)
+	case pod.Status.PodIP == "" && slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return strings.HasSuffix(c.Image, missingImageTag) }):
+		return imagePullFails(ctx, pod)
 	case pod.Status.PodIP == "":
 		pod.Status = corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: net0.allocate(f),
@@ -375,6 +378,28 @@ func (w *world) unschedulable(ctx context.Context, pod *corev1.Pod) error {
 		Reason: corev1.PodReasonUnschedulable, Message: fakeSchedulerMessage, LastTransitionTime: metav1.Now()})
 	if err := k8s.Status().Update(ctx, pod); err != nil {
 		return fmt.Errorf("marking Pod %s unschedulable: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// missingImageTag is the tag of an etcd image no registry has: the fake kubelet cannot pull it.
+const missingImageTag = ":v3.6.99"
+
+// imagePullFails plays the kubelet that cannot pull the Pod's image: Pending, its etcd container
+// waiting in ImagePullBackOff with the kubelet's words, written once through the status
+// subresource.
+func imagePullFails(ctx context.Context, pod *corev1.Pod) error {
+	if len(pod.Status.ContainerStatuses) > 0 {
+		return nil
+	}
+	pod.Status.Phase = corev1.PodPending
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff",
+				Message: "Back-off pulling image \"" + c.Image + "\": not found"}}})
+	}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		return fmt.Errorf("marking Pod %s's image not pullable: %w", pod.Name, err)
 	}
 	return nil
 }

@@ -141,3 +141,39 @@ func (w *world) eventCount(name, reason string) int {
 	}
 	return n
 }
+
+// TestMissingImageIsNamed: a version whose image cannot be pulled leaves the seed's Pod Pending.
+// The member's Ready condition and the cluster's Progressing condition must say why, with the
+// image named (before, both said only "pod phase: Pending").
+func TestMissingImageIsNamed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.kubeletOnly = true
+	w.startController()
+	c := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "img"},
+		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: "3.6.99",
+			Storage: etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))}},
+	}
+	if err := k8s.Create(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"container etcd waits: ImagePullBackOff (image ", missingImageTag + ")", "Back-off pulling image"}
+	wait.Eventually(t, convergeTimeout, "Progressing names the image that cannot be pulled",
+		w.condition("img", etcdv1alpha2.ConditionProgressing, metav1.ConditionTrue, membership.ReasonWaitingForSeed, want...))
+	ms, err := w.members(t.Context(), "img")
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("members: %v, %v", ms, err)
+	}
+	for _, m := range ms {
+		if !m.Spec.Bootstrap {
+			continue
+		}
+		r := meta.FindStatusCondition(m.Status.Conditions, etcdv1alpha2.ConditionReady)
+		for _, part := range want {
+			if r == nil || !strings.Contains(r.Message, part) {
+				t.Errorf("seed %s Ready = %+v, want its message to contain %q", m.Name, r, part)
+			}
+		}
+	}
+}
