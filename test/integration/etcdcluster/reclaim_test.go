@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,28 +79,13 @@ func collectGarbage(t *testing.T, w *world, owner types.UID) {
 		if err := k8s.List(ctx, list, client.InNamespace(w.ns)); err != nil {
 			t.Fatal(err)
 		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var objs []client.Object
-		switch l := list.(type) {
-		case *etcdv1alpha2.EtcdMemberList:
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-		case *corev1.ServiceList:
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-		case *policyv1.PodDisruptionBudgetList:
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-		case *corev1.PersistentVolumeClaimList:
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-		case *corev1.PodList:
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
+		for _, item := range items {
+			objs = append(objs, item.(client.Object))
 		}
 		for _, o := range objs {
 			if !owned(o) {
