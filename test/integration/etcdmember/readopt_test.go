@@ -30,8 +30,11 @@ func TestRecreatedMemberWaitsForItsPVC(t *testing.T) {
 	old := newMember(t, c, named)
 	oldPod := waitPod(t, old)
 	var pvc *corev1.PersistentVolumeClaim
-	wait.Eventually(t, convergeTimeout, "PVC of the first member", func(ctx context.Context) (err error) {
+	wait.Eventually(t, convergeTimeout, "PVC of the first member, recording the cluster ID", func(ctx context.Context) (err error) {
 		pvc, err = getPVC(ctx, old)
+		if err == nil && pvc.Annotations[etcdv1alpha2.AnnotationClusterID] != "c1d" {
+			err = fmt.Errorf("annotations %v", pvc.Annotations)
+		}
 		return err
 	})
 
