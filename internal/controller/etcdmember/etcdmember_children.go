@@ -259,11 +259,11 @@ func (r *Reconciler) nameTaken(ctx context.Context, sc *scope, obj client.Object
 	return step.Stop("name taken by a foreign object"), nil
 }
 
-// deletePod deletes the member's Pod gracefully, preconditioned on its UID so that a Pod
-// replaced in the meantime is never deleted by mistake.
-func (r *Reconciler) deletePod(ctx context.Context, sc *scope, why string) (step.Result, error) {
+// deletePod deletes the member's Pod, gracefully unless opts say otherwise, preconditioned on
+// its UID so that a Pod replaced in the meantime is never deleted by mistake.
+func (r *Reconciler) deletePod(ctx context.Context, sc *scope, why string, opts ...client.DeleteOption) (step.Result, error) {
 	pod := sc.pod
-	err := r.client.Delete(ctx, pod, client.Preconditions{UID: ptr.To(pod.UID)})
+	err := r.client.Delete(ctx, pod, append([]client.DeleteOption{client.Preconditions{UID: ptr.To(pod.UID)}}, opts...)...)
 	if client.IgnoreNotFound(err) != nil {
 		return step.Result{}, fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
 	}

@@ -169,13 +169,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (step.Resul
 // deleteRemovedMembersPod deletes the Pod of a member that left etcd, before its finalizer goes:
 // the garbage collector would delete it once the EtcdMember is gone, one hop later, and a
 // scale-down is done only once no removed member's Pod is left terminating. The member serves
-// nothing any more (etcd no longer lists it), so nothing is lost by stopping it now. A cluster
-// being deleted leaves everything to the garbage collector.
+// nothing any more (etcd no longer lists it, and its etcd stops itself on learning that), so
+// nothing is lost by stopping it now, and the Pod is deleted without a grace period: there is
+// nothing for it to finish, and waiting for the kubelet to confirm the stop only keeps a
+// terminating Pod in the cluster's view for longer (docs/design/member-controller.md, "The
+// finalizer"). The name is never reused by another member, so no second Pod under it can meet
+// the one the kubelet is still stopping. A cluster being deleted leaves everything to the
+// garbage collector.
 func (r *Reconciler) deleteRemovedMembersPod(ctx context.Context, sc *scope) (step.Result, error) {
 	if sc.parentState != parentPresent || sc.pod == nil || !sc.podOwned || !sc.pod.DeletionTimestamp.IsZero() {
 		return step.Continue, nil
 	}
-	return r.deletePod(ctx, sc, "the member left etcd")
+	return r.deletePod(ctx, sc, "the member left etcd", client.GracePeriodSeconds(0))
 }
 
 // removeFinalizer removes the member-cleanup finalizer with an optimistic lock.

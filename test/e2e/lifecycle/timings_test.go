@@ -45,6 +45,7 @@ func TestLifecycleTimings(t *testing.T) {
 		{"bootstrap-3", "create → 3 voters Ready, Available=True/QuorumHealthy, Progressing=False (target ≤ 15 s)"},
 		{"scale-3-5", "replicas 5 → converged with 5 voters, on a cluster converged 5 s before (target ≤ 10 s)"},
 		{"scale-5-3-membership", "replicas 3 → etcd lists 3 members, status.readyMembers 3, on a cluster converged 5 s before (target ≤ 1 s)"},
+		{"scale-5-3-settled", "replicas 3 → etcd lists 3 voters and no Pod of the cluster is terminating (target ≤ 1 s)"},
 		{"scale-5-3", "replicas 3 → converged: removed members' Pods and PVCs gone"},
 		{"pause-3-0", "replicas 0 → Progressing=False/Paused, no Pods"},
 		{"resume-0-3", "replicas 3 → converged with 3 voters (target ≤ 15 s)"},
@@ -77,6 +78,8 @@ func TestLifecycleTimings(t *testing.T) {
 		setReplicas(f, name, 3)
 		waitEtcdMembers(f, name, 3, scaleTimeout)
 		got["scale-5-3-membership"] = append(got["scale-5-3-membership"], since(start))
+		waitPodsSettled(f, name, 3, scaleTimeout)
+		got["scale-5-3-settled"] = append(got["scale-5-3-settled"], since(start))
 		waitConverged(f, name, 3, scaleTimeout)
 		got["scale-5-3"] = append(got["scale-5-3"], since(start))
 		step("pause-3-0", func() {
@@ -138,6 +141,27 @@ func median(ds []time.Duration) (time.Duration, string) {
 // n Ready members: the moment a scale-down is done as far as etcd and a reader of the status are
 // concerned. Removed members are not asked: until their Pods are gone they answer with the
 // membership they last knew.
+// waitPodsSettled waits until cluster name has exactly n Pods and none of them is terminating.
+func waitPodsSettled(f *framework.Test, name string, n int, timeout time.Duration) {
+	f.T.Helper()
+	err := f.Poll(fmt.Sprintf("%d Pods of %s, none terminating", n, name), timeout, func(ctx context.Context) (bool, string, error) {
+		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		terminating := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				terminating++
+			}
+		}
+		return len(pods.Items) == n && terminating == 0, fmt.Sprintf("%d Pods, %d terminating", len(pods.Items), terminating), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+}
+
 func waitEtcdMembers(f *framework.Test, name string, n int, timeout time.Duration) {
 	f.T.Helper()
 	err := f.Poll(fmt.Sprintf("etcd of %s to list %d voters", name, n), timeout, func(ctx context.Context) (bool, string, error) {

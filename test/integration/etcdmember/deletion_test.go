@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -99,6 +100,13 @@ func TestForeignDeletionHeld(t *testing.T) {
 	ns := newNamespace(t)
 	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1d")
 	m := newMember(t, c)
+	pod := waitPod(t, m)
+	// Bound to a node, as the scheduler would: a graceful deletion of a bound Pod then waits for
+	// a kubelet, which envtest does not run, so only a deletion without grace removes it.
+	if err := k8sClient.SubResource("binding").Create(t.Context(), pod, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}); err != nil {
+		t.Fatalf("binding Pod %s: %v", pod.Name, err)
+	}
 	markPodRunning(t, waitPod(t, m), "10.0.2.1", true)
 	setMemberStatus(t, m, "a1", true)
 	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xa1, Name: m.Name})
@@ -155,8 +163,9 @@ func TestForeignDeletionHeld(t *testing.T) {
 	waitGone(t, m)
 	// The member left etcd: its Pod is deleted with it, by the member controller itself rather
 	// than one garbage-collector hop later (envtest runs no garbage collector, so only the
-	// controller can have done it).
-	wait.Eventually(t, convergeTimeout, "the removed member's Pod deleted", func(ctx context.Context) error {
+	// controller can have done it), and without a grace period, so that no terminating Pod is
+	// left in the cluster's view (before, it stayed terminating until its kubelet confirmed).
+	wait.Eventually(t, convergeTimeout, "the removed member's Pod gone", func(ctx context.Context) error {
 		pod := &corev1.Pod{}
 		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, pod)
 		switch {
@@ -165,7 +174,7 @@ func TestForeignDeletionHeld(t *testing.T) {
 		case err != nil:
 			return err
 		case !pod.DeletionTimestamp.IsZero():
-			return nil
+			return fmt.Errorf("the Pod is terminating with a grace period of %ds", ptr.Deref(pod.DeletionGracePeriodSeconds, -1))
 		}
 		return errors.New("the Pod is still there")
 	})
