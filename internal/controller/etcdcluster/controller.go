@@ -42,7 +42,7 @@ const (
 	healthResync = 30 * time.Second
 	// nextStepDelay is how soon the pass after a successful step runs: one step per pass, without
 	// waiting for a watch that an etcd-only change would never fire.
-	nextStepDelay = 200 * time.Millisecond
+	nextStepDelay = 50 * time.Millisecond
 	// errorBackoffBase and errorBackoffMax bound the back-off after a failed pass: the library's
 	// default cap of about 16 minutes is too slow for a cluster that lost a member.
 	errorBackoffBase = 5 * time.Millisecond
