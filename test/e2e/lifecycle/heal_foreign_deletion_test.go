@@ -60,7 +60,8 @@ func TestEtcdMemberDeletionHeld(t *testing.T) {
 }
 
 // deleteAllMembersHeld creates a converged 3-member PVC cluster, runs `kubectl delete etcdmember
-// --all` in the namespace and checks that every deletion is held: each EtcdMember still exists,
+// --all` in the namespace, which the default install's deletion guard refuses, then again under
+// an identity the guard admits, and checks that every deletion is held: each EtcdMember still exists,
 // being deleted, with the operator's finalizer; Degraded=True/MemberDeletionBlocked names them
 // all; the Pods and PVCs are the same objects as before. It returns the cluster ID and the
 // member IDs by name.
@@ -72,13 +73,27 @@ func deleteAllMembersHeld(f *framework.Test, name string) (string, map[string]st
 	before := checkMembership(f, ec, 3)
 	pods, pvcs := f.PodUIDs(podSelector(name)), f.PVCUIDs(podSelector(name))
 	kubectl := kubectlPath(f)
-	start := time.Now()
+	// The default install refuses the deletion at admission (config/admission), naming the
+	// break-glass annotation; nothing is deleted.
 	out, err := exec.CommandContext(f.Ctx, kubectl, "--kubeconfig", f.Kubeconfig, "-n", f.Namespace,
 		"delete", "etcdmember", "--all", "--wait=false").CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl delete etcdmember --all: %v: %s", err, out)
+	if err == nil || !strings.Contains(string(out), "is managed by etcd-operator") || !strings.Contains(string(out), etcdv1alpha2.AnnotationAllowDeletion+"=true") {
+		t.Fatalf("kubectl delete etcdmember --all: %v: %s; want the deletion guard's refusal naming the allow-deletion annotation", err, out)
 	}
-	t.Logf("kubectl delete etcdmember --all: %s", strings.TrimSpace(string(out)))
+	t.Logf("kubectl delete etcdmember --all, refused: %s", strings.TrimSpace(string(out)))
+	if ms, err := listMembers(f.Ctx, f, name); err != nil || slices.ContainsFunc(ms, func(m etcdv1alpha2.EtcdMember) bool { return m.DeletionTimestamp != nil }) {
+		t.Fatalf("after the refused deletion: %d EtcdMembers, some being deleted, or %v", len(ms), err)
+	}
+	// A deletion the guard lets through (here under the garbage collector's identity, which it
+	// must admit for a cluster's own deletion) meets the operator's finalizer: defence in depth.
+	start := time.Now()
+	out, err = exec.CommandContext(f.Ctx, kubectl, "--kubeconfig", f.Kubeconfig, "-n", f.Namespace,
+		"--as", "system:serviceaccount:kube-system:generic-garbage-collector",
+		"delete", "etcdmember", "--all", "--wait=false").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl delete etcdmember --all as the garbage collector: %v: %s", err, out)
+	}
+	t.Logf("kubectl delete etcdmember --all as the garbage collector: %s", strings.TrimSpace(string(out)))
 	names := sortedKeys(before)
 	err = f.Poll("every deletion held, Degraded=True/MemberDeletionBlocked", healTimeout, func(ctx context.Context) (bool, string, error) {
 		ms, err := listMembers(ctx, f, name)
