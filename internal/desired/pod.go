@@ -104,7 +104,10 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		etcd := &pod.Spec.Containers[0]
 		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member), AwaitsMembership(member, in.State))
 		// Writable: the guard records its marker there.
-		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: GuardVolumeName, MountPath: GuardMountPath})
+		// Read-only here: the install container writes the guard, and etcd's container, which
+		// runs it, must not be able to replace the binary that every later restart of the
+		// container would run (the emptyDir outlives container restarts).
+		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: GuardVolumeName, MountPath: GuardMountPath, ReadOnly: true})
 	}
 	return pod
 }

@@ -60,11 +60,14 @@ func PodSecurityContext(o *etcdv1alpha2.PodSecurityOverrides) *corev1.PodSecurit
 
 // containerSecurityContext is the container-level part of the restricted profile, which cannot
 // be set at Pod level: no privilege escalation and no capabilities. etcd binds only unprivileged
-// ports and needs none.
+// ports and needs none. The root filesystem is read-only: etcd writes only to its data
+// directory (the PVC or the Memory emptyDir), the guard's install container only to the guard's
+// emptyDir, and the kubelet's termination-message file is a mount of its own.
 func containerSecurityContext() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),
 		RunAsNonRoot:             ptr.To(true),
+		ReadOnlyRootFilesystem:   ptr.To(true),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
 }

@@ -41,9 +41,12 @@ const readyzCacheSyncWait = 500 * time.Millisecond
 
 // The manager itself needs these permissions; controllers declare their own next to their code.
 // Leader election reads, creates and renews one Lease (client-go's LeaseLock uses get, create and
-// update only), and records "became leader" Events through the core and the events.k8s.io APIs.
+// update only) in the operator's own namespace, so that right is a Role there, not a ClusterRole:
+// cluster-wide Lease rights would let the operator rewrite kube-system's and kube-node-lease's
+// Leases (docs/operator.md, "Permissions"). It records "became leader" Events through the core
+// and the events.k8s.io APIs.
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=etcd-operator-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

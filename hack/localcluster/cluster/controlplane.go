@@ -63,7 +63,10 @@ func (c *Cluster) apiServerProcess() process {
 			"--service-account-signing-key-file=" + pki("sa.key"),
 			"--service-account-issuer=https://kubernetes.default.svc." + DNSDomain,
 			"--authorization-mode=Node,RBAC",
-			"--enable-admission-plugins=NodeRestriction",
+			// OwnerReferencesPermissionEnforcement, so that the operator's RBAC is tested as
+			// API servers that enforce it would apply it: an ownerReference with
+			// blockOwnerDeletion needs update on the owner's finalizers.
+			"--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement",
 			"--allow-privileged=true",
 			"--profiling=false",
 			// Every write to the API, at Metadata level (auditPolicy), so tests can count

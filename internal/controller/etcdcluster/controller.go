@@ -209,7 +209,13 @@ func deadlineChanged() predicate.Predicate {
 	}}
 }
 
+// EtcdMembers, PVCs, Services and the PDB carry an ownerReference to their EtcdCluster with
+// blockOwnerDeletion, which an API server enforcing owner-reference permissions
+// (OwnerReferencesPermissionEnforcement) admits only from a user who may update the owner's
+// finalizers: hence etcdclusters/finalizers update, and no other right on that subresource.
+//
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;update;patch

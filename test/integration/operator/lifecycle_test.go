@@ -160,6 +160,9 @@ func createNamespace(ctx context.Context, t *testing.T) string {
 	if err := admin.Create(ctx, ns); err != nil {
 		t.Fatalf("creating a namespace: %v", err)
 	}
+	if err := grantLeaseRole(ctx, admin, ns.Name); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		// t.Context is already cancelled during cleanup.
 		if err := admin.Delete(context.Background(), ns); err != nil {

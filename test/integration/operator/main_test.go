@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,6 +103,10 @@ func runTests(m *testing.M) int {
 		CRDDirectoryPaths:     []string{crdDirectory},
 		ErrorIfCRDPathMissing: true,
 	}
+	// As on the local cluster (docs/local-cluster.md): an ownerReference with blockOwnerDeletion
+	// is admitted only from a user who may update the owner's finalizers, so the generated
+	// role must grant that (docs/operator.md, "Permissions").
+	env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting kube-apiserver and etcd:", err)
@@ -136,14 +142,28 @@ func runTests(m *testing.M) int {
 
 // grantGeneratedRole creates the ClusterRole generated from the kubebuilder markers and binds it to
 // the operator's user, so that a test fails if the markers miss a permission the operator needs.
+// The generated namespaced Role (leader election) is kept in leaseRole: each test grants it in
+// the namespace its operator keeps its Lease in (grantLeaseRole).
 func grantGeneratedRole(ctx context.Context, c client.Client) error {
 	data, err := os.ReadFile(roleFile)
 	if err != nil {
 		return fmt.Errorf("reading the generated RBAC (run `make manifests`): %w", err)
 	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		return fmt.Errorf("%s holds %d objects, want the ClusterRole and the leader-election Role", roleFile, len(docs))
+	}
 	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(data, &role); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &role); err != nil {
 		return fmt.Errorf("parsing %s: %w", roleFile, err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &leaseRole); err != nil || leaseRole.Kind != "Role" {
+		return fmt.Errorf("parsing the Role of %s: %v (kind %q)", roleFile, err, leaseRole.Kind)
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "leases") {
+			return fmt.Errorf("the ClusterRole grants Leases cluster-wide (%+v): leader election needs them in one namespace only", r)
+		}
 	}
 	if err := c.Create(ctx, &role); err != nil {
 		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
@@ -155,6 +175,28 @@ func grantGeneratedRole(ctx context.Context, c client.Client) error {
 	}
 	if err := c.Create(ctx, binding); err != nil {
 		return fmt.Errorf("binding ClusterRole %s to %s: %w", role.Name, operatorUser, err)
+	}
+	return nil
+}
+
+// leaseRole is the generated leader-election Role, as read by grantGeneratedRole.
+var leaseRole rbacv1.Role
+
+// grantLeaseRole creates the generated leader-election Role in namespace and binds it to the
+// operator's user, as config/rbac does in the operator's namespace.
+func grantLeaseRole(ctx context.Context, c client.Client, namespace string) error {
+	role := leaseRole.DeepCopy()
+	role.Namespace = namespace
+	if err := c.Create(ctx, role); err != nil {
+		return fmt.Errorf("creating Role %s in %s: %w", role.Name, namespace, err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}},
+	}
+	if err := c.Create(ctx, binding); err != nil {
+		return fmt.Errorf("binding Role %s in %s to %s: %w", role.Name, namespace, operatorUser, err)
 	}
 	return nil
 }
