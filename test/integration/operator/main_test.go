@@ -157,8 +157,11 @@ func grantGeneratedRole(ctx context.Context, c client.Client) error {
 	if err := yaml.UnmarshalStrict([]byte(docs[0]), &role); err != nil {
 		return fmt.Errorf("parsing %s: %w", roleFile, err)
 	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), &leaseRole); err != nil || leaseRole.Kind != "Role" {
-		return fmt.Errorf("parsing the Role of %s: %v (kind %q)", roleFile, err, leaseRole.Kind)
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &leaseRole); err != nil {
+		return fmt.Errorf("parsing the Role of %s: %w", roleFile, err)
+	}
+	if leaseRole.Kind != "Role" {
+		return fmt.Errorf("the second object of %s is a %s, want the leader-election Role", roleFile, leaseRole.Kind)
 	}
 	for _, r := range role.Rules {
 		if slices.Contains(r.Resources, "leases") {
