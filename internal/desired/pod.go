@@ -104,10 +104,9 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		etcd := &pod.Spec.Containers[0]
 		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member), AwaitsMembership(member, in.State))
 		// Writable: the guard records its marker there.
-		// Read-only here: the install container writes the guard, and etcd's container, which
-		// runs it, must not be able to replace the binary that every later restart of the
-		// container would run (the emptyDir outlives container restarts).
-		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: GuardVolumeName, MountPath: GuardMountPath, ReadOnly: true})
+		// Writable: the guard records its data-seen marker here (guard.go). The root
+		// filesystem is read-only all the same.
+		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: GuardVolumeName, MountPath: GuardMountPath})
 	}
 	return pod
 }
