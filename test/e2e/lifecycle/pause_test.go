@@ -31,19 +31,7 @@ func TestPauseResume(t *testing.T) {
 	clusterID := ec.Status.ClusterID
 	idsBefore := checkMembership(f, ec, 3)
 
-	cli, _ := dialVoters(f, name)
-	want := map[string]string{}
-	for i := range 20 {
-		k, v := fmt.Sprintf("/pause/%02d", i), fmt.Sprintf("value-%d-%d", i, time.Now().UnixNano())
-		ctx, cancel := context.WithTimeout(f.Ctx, 5*time.Second)
-		_, err := cli.Put(ctx, k, v)
-		cancel()
-		if err != nil {
-			t.Fatalf("writing %s: %v", k, err)
-		}
-		want[k] = v
-	}
-	_ = cli.Close()
+	want := writeKeys(f, name, "/pause/", 20)
 
 	start = time.Now()
 	setReplicas(f, name, 0)
@@ -97,19 +85,7 @@ func TestPauseResume(t *testing.T) {
 	t.Logf("member IDs before %v, after %v", idsBefore, idsAfter)
 	checkObjects(f, name, 3, nodeCount(f))
 
-	cli, eps := dialVoters(f, name)
-	for k, v := range want {
-		ctx, cancel := context.WithTimeout(f.Ctx, 5*time.Second)
-		resp, err := cli.Get(ctx, k)
-		cancel()
-		switch {
-		case err != nil:
-			t.Errorf("reading %s after the resume: %v", k, err)
-		case len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != v:
-			t.Errorf("%s after the resume = %v, want %q", k, resp.Kvs, v)
-		}
-	}
-	f.RequireHashKVEqual(cli, eps, time.Minute)
+	readKeys(f, name, want)
 }
 
 func findCond(ec *etcdv1alpha2.EtcdCluster, typ string) *metav1.Condition {
