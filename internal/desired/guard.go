@@ -16,19 +16,30 @@ const (
 	GuardBinaryInImage = "/etcd-guard"
 	// GuardContainerName is the init container that installs the guard.
 	GuardContainerName = "install-etcd-guard"
-	// GuardVolumeName is the emptyDir shared by the init container and etcd: the guard binary
-	// and its marker. It lives as long as the Pod, across restarts of the etcd container.
+	// GuardVolumeName is the emptyDir that holds the guard binary: written by the init
+	// container, mounted read-only where etcd runs. It lives as long as the Pod, across restarts
+	// of the etcd container, so a writable mount would let whatever runs in that container
+	// replace the program its later restarts run (docs/operator.md, "Permissions").
 	GuardVolumeName = "etcd-guard"
 	// GuardMountPath is where GuardVolumeName is mounted in both containers.
 	GuardMountPath = "/opt/etcd-operator"
 	// GuardBinary is the installed guard.
 	GuardBinary = GuardMountPath + "/etcd-guard"
+	// GuardStateVolumeName is the emptyDir, writable in the etcd container, that holds only the
+	// guard's marker; nothing on it is ever executed.
+	GuardStateVolumeName = "etcd-guard-state"
+	// GuardStateMountPath is where GuardStateVolumeName is mounted in the etcd container.
+	GuardStateMountPath = "/var/run/etcd-guard"
 	// GuardMarker records that this Pod has seen the data dir hold data.
-	GuardMarker = GuardMountPath + "/data-seen"
+	GuardMarker = GuardStateMountPath + "/data-seen"
 )
 
-// guardVolumeSize bounds the emptyDir: the guard is a small static binary.
-var guardVolumeSize = resource.MustParse("32Mi")
+// guardVolumeSize bounds the binary's emptyDir: the guard is a small static binary;
+// guardStateVolumeSize bounds the marker's.
+var (
+	guardVolumeSize      = resource.MustParse("32Mi")
+	guardStateVolumeSize = resource.MustParse("1Mi")
+)
 
 // Guarded reports whether a member's Pod runs etcd under the data-dir guard: a PVC member, when the
 // operator knows the guard's image. A Memory member's data lives exactly as long as its Pod, so the
@@ -73,10 +84,20 @@ func guardInitContainer(image string) corev1.Container {
 	}
 }
 
-func guardVolume() corev1.Volume {
-	return corev1.Volume{
-		Name:         GuardVolumeName,
-		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(guardVolumeSize)}},
+// guardVolumes are the guard binary's emptyDir and its marker's.
+func guardVolumes() []corev1.Volume {
+	return []corev1.Volume{
+		{Name: GuardVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(guardVolumeSize)}}},
+		{Name: GuardStateVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(guardStateVolumeSize)}}},
+	}
+}
+
+// guardMounts are the etcd container's mounts of the guard's volumes: the binary read-only, the
+// marker writable.
+func guardMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: GuardVolumeName, MountPath: GuardMountPath, ReadOnly: true},
+		{Name: GuardStateVolumeName, MountPath: GuardStateMountPath},
 	}
 }
 

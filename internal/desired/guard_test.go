@@ -2,6 +2,7 @@ package desired
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,18 +90,38 @@ func checkGuard(t *testing.T, pod, plain *corev1.Pod, image string, wantGuard, w
 	if !slices.Equal(etcd.Args, plain.Spec.Containers[0].Args) {
 		t.Error("the guard changed etcd's flags")
 	}
-	// Writable in etcd's container too: the guard writes its data-seen marker there (an e2e
-	// roll caught a read-only mount: the restarted guard could not record the marker).
-	mounted := slices.ContainsFunc(etcd.VolumeMounts, func(m corev1.VolumeMount) bool {
-		return m.Name == GuardVolumeName && m.MountPath == GuardMountPath && !m.ReadOnly
-	}) && slices.ContainsFunc(pod.Spec.InitContainers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
-		return m.Name == GuardVolumeName && !m.ReadOnly
-	})
-	declared := slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
-		return v.Name == GuardVolumeName && v.EmptyDir != nil && v.EmptyDir.Medium == ""
-	})
-	if !mounted || !declared {
-		t.Errorf("guard volume mounted writable in etcd and in the install container %v, declared as a disk emptyDir %v", mounted, declared)
+	checkGuardVolumes(t, pod)
+}
+
+// checkGuardVolumes checks that the guard binary is written by the install container and
+// read-only where etcd runs (the volume outlives etcd's restarts, so a writable mount would let
+// the container replace what its next start runs), and that the marker has a writable volume of
+// its own in etcd's container (an e2e roll caught a read-only marker: the restarted guard
+// could not record it).
+func checkGuardVolumes(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	mount := func(ms []corev1.VolumeMount, name, path string, readOnly bool) bool {
+		return slices.ContainsFunc(ms, func(m corev1.VolumeMount) bool {
+			return m.Name == name && m.MountPath == path && m.ReadOnly == readOnly
+		})
+	}
+	etcd := pod.Spec.Containers[0].VolumeMounts
+	if !mount(etcd, GuardVolumeName, GuardMountPath, true) || !mount(etcd, GuardStateVolumeName, GuardStateMountPath, false) {
+		t.Errorf("etcd's guard mounts %+v: want the binary read-only at %s and the marker writable at %s", etcd, GuardMountPath, GuardStateMountPath)
+	}
+	install := pod.Spec.InitContainers[0].VolumeMounts
+	if !mount(install, GuardVolumeName, GuardMountPath, false) || len(install) != 1 {
+		t.Errorf("install container mounts %+v: want only the binary's volume, writable", install)
+	}
+	if !strings.HasPrefix(GuardMarker, GuardStateMountPath+"/") || strings.HasPrefix(GuardBinary, GuardStateMountPath+"/") {
+		t.Errorf("marker %s must live on the state volume (%s), binary %s must not", GuardMarker, GuardStateMountPath, GuardBinary)
+	}
+	for _, name := range []string{GuardVolumeName, GuardStateVolumeName} {
+		if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Name == name && v.EmptyDir != nil && v.EmptyDir.Medium == "" && v.EmptyDir.SizeLimit != nil
+		}) {
+			t.Errorf("volume %s is not declared as a bounded disk emptyDir", name)
+		}
 	}
 }
 

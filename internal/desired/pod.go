@@ -100,13 +100,10 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		// image reaches running PVC members, and members built before the guard existed get
 		// it, through a gated roll rather than whenever their Pods happen to be recreated.
 		pod.Spec.InitContainers = []corev1.Container{guardInitContainer(in.GuardImage)}
-		pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolume())
+		pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolumes()...)
 		etcd := &pod.Spec.Containers[0]
 		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member), AwaitsMembership(member, in.State))
-		// Writable: the guard records its marker there.
-		// Writable: the guard records its data-seen marker here (guard.go). The root
-		// filesystem is read-only all the same.
-		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: GuardVolumeName, MountPath: GuardMountPath})
+		etcd.VolumeMounts = append(etcd.VolumeMounts, guardMounts()...)
 	}
 	return pod
 }
