@@ -37,9 +37,10 @@ generate: ## Generate deepcopy code for api/.
 	GODEBUG=gotypesalias=0 $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs into config/crd/bases and RBAC into config/rbac.
+manifests: ## Generate CRDs into config/crd/bases, RBAC into config/rbac and the namespace-scoped install's Roles.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=etcd-operator paths=./internal/... output:rbac:artifacts:config=config/rbac
+	go run ./hack/namespacedrbac config/rbac/role.yaml config/namespaced
 
 .PHONY: fmt
 fmt: ## Format Go code.

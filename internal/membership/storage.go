@@ -37,6 +37,9 @@ type Claim struct {
 	Class string
 	// ClassFound is true when StorageClass Class exists.
 	ClassFound bool
+	// ClassUnreadable is true when the operator does not read StorageClasses
+	// (--cluster-scoped-reads=false): whether Class exists or can expand is unknown.
+	ClassUnreadable bool
 	// Expandable is the class's allowVolumeExpansion.
 	Expandable bool
 	// FileSystemResizePending is the claim's FileSystemResizePending condition: the volume
@@ -174,6 +177,9 @@ func (p StoragePlan) message(size resource.Quantity) string {
 
 func classProblem(c *Claim) string {
 	switch {
+	case c.ClassUnreadable:
+		return "the operator does not read StorageClasses (--cluster-scoped-reads=false, the namespace-scoped install), so it cannot tell whether their class allows expansion; " +
+			"if it does, raise each PVC's spec.resources.requests.storage to spec.storage.size yourself, and the members follow once the volumes report the size"
 	case c.Class == "":
 		return "they have no StorageClass (spec.storage.storageClassName is \"\" and no default class exists)"
 	case !c.ClassFound:

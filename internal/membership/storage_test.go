@@ -64,6 +64,9 @@ func TestPlanStorage(t *testing.T) {
 			"StorageClass fast does not set allowVolumeExpansion: true. New members get 2Gi", true},
 		{"class missing: unsupported", grown3(Claim{Request: gi1, Capacity: gi1, Bound: true, Class: "gone"}),
 			nil, 0, []string{"data-a", "data-b", "data-c"}, ReasonStorageExpansionUnsupported, "StorageClass gone does not exist", true},
+		{"classes not read (namespace-scoped install): unsupported, grown by hand", grown3(Claim{Request: gi1, Capacity: gi1, Bound: true, Class: "fast", ClassUnreadable: true}),
+			nil, 0, []string{"data-a", "data-b", "data-c"}, ReasonStorageExpansionUnsupported,
+			"does not read StorageClasses (--cluster-scoped-reads=false, the namespace-scoped install), so it cannot tell whether their class allows expansion; if it does, raise each PVC's", true},
 		{"no class at all: unsupported", grown3(Claim{Request: gi1, Capacity: gi1, Bound: true}),
 			nil, 0, []string{"data-a", "data-b", "data-c"}, ReasonStorageExpansionUnsupported, "no StorageClass", true},
 		{"Memory clusters are not expanded", func() Scope {

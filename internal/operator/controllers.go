@@ -28,24 +28,28 @@ func controllers(opts Options) []controllerSetup {
 	// The cluster controller asks every member for its Status on every pass; the member
 	// controller turns what it saw into each member's Healthy.
 	views := etcdview.NewBoard()
+	clusterOpts := []etcdcluster.Option{
+		etcdcluster.WithOrphanMemberGrace(opts.OrphanMemberGrace),
+		etcdcluster.WithEtcdViews(views),
+		etcdcluster.WithImageRepository(opts.EtcdImageRepository),
+		etcdcluster.WithGuardImage(opts.DataGuardImage),
+	}
+	memberOpts := []etcdmember.Option{
+		etcdmember.WithImageRepository(opts.EtcdImageRepository),
+		etcdmember.WithGuardImage(opts.DataGuardImage),
+		etcdmember.WithClusterDomain(opts.ClusterDomain),
+		etcdmember.WithEtcdClients(etcdclient.NewPool()),
+		etcdmember.WithGraces(opts.Graces),
+		etcdmember.WithEtcdViews(views),
+	}
+	if !opts.ClusterScopedReads {
+		clusterOpts = append(clusterOpts, etcdcluster.WithoutClusterScopedReads())
+		memberOpts = append(memberOpts, etcdmember.WithoutClusterScopedReads())
+	}
 	return []controllerSetup{
 		func(mgr ctrl.Manager) error {
-			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool(),
-				etcdcluster.WithOrphanMemberGrace(opts.OrphanMemberGrace),
-				etcdcluster.WithEtcdViews(views),
-				etcdcluster.WithImageRepository(opts.EtcdImageRepository),
-				etcdcluster.WithGuardImage(opts.DataGuardImage),
-			).SetupWithManager(mgr)
+			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool(), clusterOpts...).SetupWithManager(mgr)
 		},
-		func(mgr ctrl.Manager) error {
-			return etcdmember.SetupWithManager(mgr,
-				etcdmember.WithImageRepository(opts.EtcdImageRepository),
-				etcdmember.WithGuardImage(opts.DataGuardImage),
-				etcdmember.WithClusterDomain(opts.ClusterDomain),
-				etcdmember.WithEtcdClients(etcdclient.NewPool()),
-				etcdmember.WithGraces(opts.Graces),
-				etcdmember.WithEtcdViews(views),
-			)
-		},
+		func(mgr ctrl.Manager) error { return etcdmember.SetupWithManager(mgr, memberOpts...) },
 	}
 }

@@ -18,6 +18,11 @@ const (
 	managerContainer = "manager"
 )
 
+// Reading the operator's own Pod needs get on Pods in its namespace; the ClusterRole's Pod rights
+// cover it in the default install, this Role in the namespace-scoped one.
+//
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=etcd-operator-system
+
 // guardImage returns the image of the data-dir guard: --data-guard-image when set, else the image
 // of the operator's own container, so the guard always comes from the same build as the
 // operator (and an image override in kustomize or Helm needs no second setting). Outside a Pod

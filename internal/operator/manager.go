@@ -44,9 +44,13 @@ const readyzCacheSyncWait = 500 * time.Millisecond
 // update only) in the operator's own namespace, so that right is a Role there, not a ClusterRole:
 // cluster-wide Lease rights would let the operator rewrite kube-system's and kube-node-lease's
 // Leases (docs/operator.md, "Permissions"). It records "became leader" Events through the core
-// and the events.k8s.io APIs.
+// and the events.k8s.io APIs, there and, for the controllers, in the clusters' namespaces; the
+// Role repeats the Event rights so that the namespace-scoped install, which has no ClusterRole,
+// has them in the operator's namespace too.
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=etcd-operator-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=etcd-operator-system
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=etcd-operator-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -97,8 +101,19 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
+	logStart(log, opts, leaseNamespace)
+	if err := mgr.Start(logr.NewContext(ctx, mgrLog)); err != nil {
+		return fmt.Errorf("running the controller manager: %w", err)
+	}
+	log.Info("Stopped etcd-operator")
+	return nil
+}
+
+// logStart records the configuration the operator starts with.
+func logStart(log logr.Logger, opts Options, leaseNamespace string) {
 	log.Info("Starting etcd-operator",
 		"watchNamespaces", strings.Join(opts.WatchNamespaces, ","),
+		"clusterScopedReads", opts.ClusterScopedReads,
 		"etcdImageRepository", opts.EtcdImageRepository,
 		"dataGuardImage", opts.DataGuardImage,
 		"clusterDomain", opts.ClusterDomain,
@@ -109,11 +124,6 @@ func Run(ctx context.Context, opts Options) error {
 		"healthProbeBindAddress", opts.HealthProbeBindAddress,
 		"metricsBindAddress", opts.MetricsBindAddress,
 	)
-	if err := mgr.Start(logr.NewContext(ctx, mgrLog)); err != nil {
-		return fmt.Errorf("running the controller manager: %w", err)
-	}
-	log.Info("Stopped etcd-operator")
-	return nil
 }
 
 // NewScheme returns the scheme of every kind the operator reads or writes: the built-in Kubernetes

@@ -25,6 +25,7 @@ const EnvPrefix = "ETCD_OPERATOR_"
 const (
 	FlagKubeconfig              = "kubeconfig"
 	FlagWatchNamespaces         = "watch-namespaces"
+	FlagClusterScopedReads      = "cluster-scoped-reads"
 	FlagEtcdImageRepository     = "etcd-image-repository"
 	FlagDataGuardImage          = "data-guard-image"
 	FlagClusterDomain           = "cluster-domain"
@@ -67,6 +68,11 @@ type Options struct {
 	// WatchNamespaces limits the informer caches, and so the clusters the operator manages, to these
 	// namespaces. Empty means every namespace.
 	WatchNamespaces []string
+	// ClusterScopedReads lets the controllers read the cluster-scoped objects they use: Nodes and
+	// PersistentVolumes (node-loss classification) and StorageClasses (storage growth). False is
+	// for the namespace-scoped install, whose Roles cannot grant them; those features then work
+	// without them as docs/operator.md, "Namespace-scoped install", says.
+	ClusterScopedReads bool
 	// EtcdImageRepository is the image repository, without tag or digest, of etcd member Pods; the tag
 	// comes from each cluster's spec.version.
 	EtcdImageRepository string
@@ -189,10 +195,10 @@ func envName(flag string) string {
 
 // settings lists every setting in the order --help shows them.
 func settings() []setting {
-	return slices.Concat(clientSettings(), runtimeSettings(), graceSettings(), logSettings())
+	return slices.Concat(clientSettings(), imageSettings(), runtimeSettings(), endpointSettings(), graceSettings(), logSettings())
 }
 
-// clientSettings are the settings of the API server, the namespaces watched and the images members run.
+// clientSettings are the settings of the API server and of what the operator reads there.
 func clientSettings() []setting {
 	return []setting{
 		{
@@ -212,6 +218,24 @@ func clientSettings() []setting {
 				return err
 			},
 		},
+		{
+			flag:   FlagClusterScopedReads,
+			def:    "true",
+			isBool: true,
+			usage: "Read Nodes, PersistentVolumes and StorageClasses (node-loss detection, storage growth). " +
+				"Turn off for the namespace-scoped install, whose Roles cannot grant them.",
+			apply: func(o *Options, v string) error {
+				b, err := parseBool(v)
+				o.ClusterScopedReads = b
+				return err
+			},
+		},
+	}
+}
+
+// imageSettings are the settings of the images member Pods run and of the names in their certificates.
+func imageSettings() []setting {
+	return []setting{
 		{
 			flag:  FlagEtcdImageRepository,
 			def:   DefaultEtcdImageRepository,
@@ -246,7 +270,7 @@ func clientSettings() []setting {
 	}
 }
 
-// runtimeSettings are the settings of how the operator process runs: concurrency, leader election, endpoints, shutdown.
+// runtimeSettings are the settings of how the operator process runs: concurrency and leader election.
 func runtimeSettings() []setting {
 	return []setting{
 		{
@@ -283,6 +307,12 @@ func runtimeSettings() []setting {
 				return validateNamespace(v)
 			},
 		},
+	}
+}
+
+// endpointSettings are the settings of the endpoints the process serves and of its shutdown.
+func endpointSettings() []setting {
+	return []setting{
 		{
 			flag:  FlagHealthProbeBindAddress,
 			def:   DefaultHealthProbeBindAddress,

@@ -25,6 +25,7 @@ func mapEnv(env map[string]string) func(string) (string, bool) {
 
 func defaultOptions() Options {
 	return Options{
+		ClusterScopedReads:      true,
 		EtcdImageRepository:     DefaultEtcdImageRepository,
 		ClusterDomain:           DefaultClusterDomain,
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
@@ -52,6 +53,7 @@ func TestParseOptionsValid(t *testing.T) {
 			args: []string{
 				"--kubeconfig=/tmp/kc",
 				"--watch-namespaces=team-a,team-b",
+				"--cluster-scoped-reads=false",
 				"--etcd-image-repository=registry.local:5000/mirror/etcd",
 				"--cluster-domain=corp.example",
 				"--max-concurrent-reconciles=10",
@@ -72,6 +74,7 @@ func TestParseOptionsValid(t *testing.T) {
 			modify: func(o *Options) {
 				o.Kubeconfig = "/tmp/kc"
 				o.WatchNamespaces = []string{"team-a", "team-b"}
+				o.ClusterScopedReads = false
 				o.EtcdImageRepository = "registry.local:5000/mirror/etcd"
 				o.ClusterDomain = "corp.example"
 				o.MaxConcurrentReconciles = 10
@@ -90,6 +93,7 @@ func TestParseOptionsValid(t *testing.T) {
 			name: "every environment variable",
 			env: map[string]string{
 				"ETCD_OPERATOR_WATCH_NAMESPACES":           "team-a",
+				"ETCD_OPERATOR_CLUSTER_SCOPED_READS":       "false",
 				"ETCD_OPERATOR_ETCD_IMAGE_REPOSITORY":      "gcr.io/etcd-development/etcd",
 				"ETCD_OPERATOR_CLUSTER_DOMAIN":             "k8s.internal",
 				"ETCD_OPERATOR_MAX_CONCURRENT_RECONCILES":  "2",
@@ -111,6 +115,7 @@ func TestParseOptionsValid(t *testing.T) {
 			},
 			modify: func(o *Options) {
 				o.WatchNamespaces = []string{"team-a"}
+				o.ClusterScopedReads = false
 				o.EtcdImageRepository = "gcr.io/etcd-development/etcd"
 				o.ClusterDomain = "k8s.internal"
 				o.MaxConcurrentReconciles = 2

@@ -93,6 +93,9 @@ type Reconciler struct {
 	// (--data-guard-image); it enters their template hash, so it must be the member
 	// controller's too.
 	guardImage string
+	// noStorageClassReads keeps the controller from reading StorageClasses, which the
+	// namespace-scoped install's Roles cannot grant (WithoutClusterScopedReads).
+	noStorageClassReads bool
 }
 
 // Option configures a Reconciler.
@@ -130,6 +133,12 @@ func WithImageRepository(repo string) Option { return func(r *Reconciler) { r.im
 // with; empty means none. It must match the EtcdMember controller's, or every PVC member would
 // be authorised a hash its Pod never carries.
 func WithGuardImage(image string) Option { return func(r *Reconciler) { r.guardImage = image } }
+
+// WithoutClusterScopedReads keeps the controller from reading StorageClasses
+// (--cluster-scoped-reads=false, the namespace-scoped install): a PVC smaller than
+// spec.storage.size is then reported StorageExpansionUnsupported with how to grow it by hand
+// (docs/design/storage.md).
+func WithoutClusterScopedReads() Option { return func(r *Reconciler) { r.noStorageClassReads = true } }
 
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {

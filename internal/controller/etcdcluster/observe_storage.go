@@ -25,6 +25,9 @@ type storageClasses struct {
 	// defaultName is the default class, the newest when several claim it (as the API
 	// server's DefaultStorageClass admission picks it); empty without one.
 	defaultName string
+	// unreadable means the operator does not read StorageClasses (WithoutClusterScopedReads):
+	// nothing is known of any class.
+	unreadable bool
 }
 
 // latchedSize is the latched spec.storage.size of a PVC cluster (the API default when unset),
@@ -53,6 +56,9 @@ func (r *Reconciler) observeStorageClasses(ctx context.Context, o *observation) 
 	}
 	if !needed {
 		return nil, nil
+	}
+	if r.noStorageClassReads {
+		return &storageClasses{unreadable: true}, nil
 	}
 	var list storagev1.StorageClassList
 	if err := r.client.List(ctx, &list); err != nil {

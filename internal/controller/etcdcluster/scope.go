@@ -186,6 +186,10 @@ func claimFrom(pvc *corev1.PersistentVolumeClaim, c *etcdv1alpha2.EtcdCluster, c
 	case classes != nil:
 		claim.Class = classes.defaultName
 	}
+	if classes != nil && classes.unreadable {
+		claim.ClassUnreadable = true
+		return claim
+	}
 	if classes != nil && claim.Class != "" {
 		if class, ok := classes.byName[claim.Class]; ok {
 			claim.ClassFound = true

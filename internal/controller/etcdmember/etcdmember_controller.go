@@ -88,6 +88,9 @@ type Reconciler struct {
 	// views are the EtcdCluster controller's observations of member endpoints; nil leaves
 	// Unreachable and the lagging note out of Healthy.
 	views *etcdview.Board
+	// noNodeReads keeps the controller from reading Nodes and PersistentVolumes, which the
+	// namespace-scoped install's Roles cannot grant (WithoutClusterScopedReads).
+	noNodeReads bool
 }
 
 // Option configures a Reconciler.
@@ -133,6 +136,12 @@ func WithPendingGrace(d time.Duration) Option { return func(r *Reconciler) { r.g
 // docs/design/timings.md, "Graces"); zero fields keep the defaults. Options apply in order, so
 // WithGraces after WithPendingGrace overrides the pending grace too.
 func WithGraces(g health.Graces) Option { return func(r *Reconciler) { r.graces = g } }
+
+// WithoutClusterScopedReads keeps the controller from reading Nodes and PersistentVolumes
+// (--cluster-scoped-reads=false, the namespace-scoped install). A lost Node is then seen only
+// through what its Pod says (taintEvictedNode); a Pending Pod whose volume is pinned to a lost
+// Node is not recognised (docs/operator.md, "Namespace-scoped install").
+func WithoutClusterScopedReads() Option { return func(r *Reconciler) { r.noNodeReads = true } }
 
 // WithRecorder sets the Event recorder.
 func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }

@@ -227,6 +227,9 @@ func (r *Reconciler) podNode(ctx context.Context, pod *corev1.Pod) (*health.Node
 	if pod == nil || pod.DeletionTimestamp.IsZero() || pod.Spec.NodeName == "" {
 		return nil, nil
 	}
+	if r.noNodeReads {
+		return taintEvictedNode(pod), nil
+	}
 	n := &corev1.Node{}
 	switch err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, n); {
 	case apierrors.IsNotFound(err):
@@ -236,6 +239,25 @@ func (r *Reconciler) podNode(ctx context.Context, pod *corev1.Pod) (*health.Node
 	}
 	return nodeObservation(n), nil
 }
+
+// taintEvictedNode is what a Pod being deleted tells of its Node when the Node itself may not be
+// read: the taint-eviction controller deletes Pods from a Node tainted NoExecute, which the node
+// lifecycle controller does to a Node that is not ready or unreachable, and it marks them
+// DisruptionTarget=True/DeletionByTaintManager. Such a Pod's Node counts as unreachable since
+// that mark, so a Pod still terminating past the terminating grace is NodeLost as it would be
+// with the Node read. Any other Pod says nothing (nil).
+func taintEvictedNode(pod *corev1.Pod) *health.Node {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == reasonDeletionByTaintManager {
+			return &health.Node{Name: pod.Spec.NodeName, Unreachable: true, NotReadySince: c.LastTransitionTime.Time}
+		}
+	}
+	return nil
+}
+
+// reasonDeletionByTaintManager is the DisruptionTarget reason of a Pod the taint-eviction
+// controller deletes (k8s.io/api names no constant for it).
+const reasonDeletionByTaintManager = "DeletionByTaintManager"
 
 // nodeObservation is what the classifier needs of a Node.
 func nodeObservation(n *corev1.Node) *health.Node {
@@ -263,7 +285,7 @@ func nodeObservation(n *corev1.Node) *health.Node {
 // while the Pod is Pending and unscheduled with a bound claim, so passes over running members
 // read nothing. nil means it is not needed, or the volume is not pinned to one Node.
 func (r *Reconciler) pvNode(ctx context.Context, pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim) (*health.Node, error) {
-	if !awaitingNode(pod) || pvc == nil || pvc.Spec.VolumeName == "" {
+	if r.noNodeReads || !awaitingNode(pod) || pvc == nil || pvc.Spec.VolumeName == "" {
 		return nil, nil
 	}
 	pv := &corev1.PersistentVolume{}

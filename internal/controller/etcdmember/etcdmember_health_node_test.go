@@ -195,3 +195,57 @@ func pvReaders(t *testing.T, objects ...client.Object) (cached, live client.Clie
 	})
 	return cached, live, reads
 }
+
+// TestNodeReadsOff: with WithoutClusterScopedReads (the namespace-scoped install) the controller
+// reads no Node and no PersistentVolume, and a terminating Pod that the taint-eviction controller
+// deleted still tells that its Node is unreachable, so the classification reaches NodeLost.
+func TestNodeReadsOff(t *testing.T) {
+	t.Parallel()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).Build()
+	noReads := interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+			t.Errorf("read %T %s", obj, key)
+			return nil
+		},
+		List: func(_ context.Context, _ client.WithWatch, list client.ObjectList, _ ...client.ListOption) error {
+			t.Errorf("listed %T", list)
+			return nil
+		},
+	})
+	r := New(noReads, noReads, WithoutClusterScopedReads())
+	evictedAt := metav1.NewTime(healthNow.Add(-10 * time.Minute))
+	deleting := func(conds ...corev1.PodCondition) *corev1.Pod {
+		p := pod(false)
+		p.Spec.NodeName = "n1"
+		p.DeletionTimestamp = &evictedAt
+		p.Status.Conditions = append(p.Status.Conditions, conds...)
+		return p
+	}
+	evicted := deleting(corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: reasonDeletionByTaintManager, LastTransitionTime: evictedAt})
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want *health.Node
+	}{
+		"evicted by the taint manager: unreachable since the eviction": {pod: evicted,
+			want: &health.Node{Name: "n1", Unreachable: true, NotReadySince: evictedAt.Time}},
+		"deleted for another reason: unknown": {pod: deleting(corev1.PodCondition{Type: corev1.DisruptionTarget,
+			Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"})},
+		"deleted by hand: unknown": {pod: deleting()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := r.podNode(t.Context(), tc.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Node (-want +got):\n%s", diff)
+			}
+		})
+	}
+	pinned := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
+	if got, err := r.pvNode(t.Context(), pod(false, unschedulablePod(healthNow)), pinned); got != nil || err != nil {
+		t.Errorf("pvNode = %+v, %v; want nothing read and nothing known", got, err)
+	}
+}

@@ -34,6 +34,9 @@ const (
 	operatorPackage = "github.com/etcd-operator/etcd-operator/cmd/etcd-operator"
 	// operatorUser is the identity the operator runs as; it is bound to the generated ClusterRole only.
 	operatorUser = "etcd-operator"
+	// namespacedUser is the identity of the namespace-scoped install's operator: bound to the
+	// Roles of config/namespaced only, in the namespaces each test grants them (grantRole).
+	namespacedUser = "etcd-operator-namespaced"
 )
 
 // Paths from this package to the generated manifests the operator is deployed with.
@@ -51,6 +54,8 @@ var (
 	admin client.Client
 	// operatorKubeconfig is a kubeconfig file for operatorUser.
 	operatorKubeconfig string
+	// namespacedKubeconfig is a kubeconfig file for namespacedUser.
+	namespacedKubeconfig string
 )
 
 // buildOnce builds the operator at most once per test binary: linking it takes tens of seconds.
@@ -133,7 +138,11 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if operatorKubeconfig, err = writeKubeconfig(env, filepath.Join(dir, "kubeconfig")); err != nil {
+	if operatorKubeconfig, err = writeKubeconfig(env, operatorUser, filepath.Join(dir, "kubeconfig")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if namespacedKubeconfig, err = writeKubeconfig(env, namespacedUser, filepath.Join(dir, "kubeconfig-namespaced")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -188,32 +197,38 @@ var leaseRole rbacv1.Role
 // grantLeaseRole creates the generated leader-election Role in namespace and binds it to the
 // operator's user, as config/rbac does in the operator's namespace.
 func grantLeaseRole(ctx context.Context, c client.Client, namespace string) error {
-	role := leaseRole.DeepCopy()
+	return grantRole(ctx, c, &leaseRole, namespace, operatorUser)
+}
+
+// grantRole creates role in namespace and binds it to user.
+func grantRole(ctx context.Context, c client.Client, role *rbacv1.Role, namespace, user string) error {
+	role = role.DeepCopy()
 	role.Namespace = namespace
+	role.Name += "-" + user
 	if err := c.Create(ctx, role); err != nil {
 		return fmt.Errorf("creating Role %s in %s: %w", role.Name, namespace, err)
 	}
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: namespace},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}
 	if err := c.Create(ctx, binding); err != nil {
-		return fmt.Errorf("binding Role %s in %s to %s: %w", role.Name, namespace, operatorUser, err)
+		return fmt.Errorf("binding Role %s in %s to %s: %w", role.Name, namespace, user, err)
 	}
 	return nil
 }
 
-// writeKubeconfig writes a kubeconfig file that authenticates as operatorUser with a client
+// writeKubeconfig writes a kubeconfig file that authenticates as name with a client
 // certificate, as a service account token would in a cluster.
-func writeKubeconfig(env *envtest.Environment, path string) (string, error) {
-	user, err := env.AddUser(envtest.User{Name: operatorUser}, nil)
+func writeKubeconfig(env *envtest.Environment, name, path string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: name}, nil)
 	if err != nil {
-		return "", fmt.Errorf("adding user %s: %w", operatorUser, err)
+		return "", fmt.Errorf("adding user %s: %w", name, err)
 	}
 	data, err := user.KubeConfig()
 	if err != nil {
-		return "", fmt.Errorf("rendering the kubeconfig of %s: %w", operatorUser, err)
+		return "", fmt.Errorf("rendering the kubeconfig of %s: %w", name, err)
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return "", fmt.Errorf("writing the kubeconfig: %w", err)
