@@ -68,13 +68,15 @@ func TestNamespacedInstall(t *testing.T) {
 // A cleanup deletes what was applied.
 func installNamespaced(f *framework.Test, kubectl string) {
 	f.T.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", "..", "config", "namespaced"))
-	if err != nil {
-		f.T.Fatal(err)
-	}
 	dir := f.T.TempDir()
+	// kustomize takes relative paths only: the overlays refer to a copy of config/ beside them.
+	for _, part := range []string{"manager", "namespaced"} {
+		if err := os.CopyFS(filepath.Join(dir, "config", part), os.DirFS(filepath.Join("..", "..", "..", "config", part))); err != nil {
+			f.T.Fatal(err)
+		}
+	}
 	overlays := map[string]string{
-		"operator": fmt.Sprintf(`resources: [%q]
+		"operator": fmt.Sprintf(`resources: [../../config/namespaced/operator]
 namespace: %s
 images: [{name: etcd-operator, newName: localhost/etcd-operator, newTag: dev}]
 patches:
@@ -86,35 +88,37 @@ patches:
   - target: {kind: RoleBinding}
     patch: |
       - {op: replace, path: /subjects/0/namespace, value: %s}
-`, filepath.Join(root, "operator"), namespacedOperatorNamespace, f.Namespace, namespacedOperatorNamespace),
-		"watched": fmt.Sprintf(`resources: [%q]
+`, namespacedOperatorNamespace, f.Namespace, namespacedOperatorNamespace),
+		"watched": fmt.Sprintf(`resources: [../../config/namespaced/watched]
 namespace: %s
 patches:
   - target: {kind: RoleBinding}
     patch: |
       - {op: replace, path: /subjects/0/namespace, value: %s}
-`, filepath.Join(root, "watched"), f.Namespace, namespacedOperatorNamespace),
+`, f.Namespace, namespacedOperatorNamespace),
 	}
 	var manifests bytes.Buffer
 	for part, kustomization := range overlays {
-		if err := os.MkdirAll(filepath.Join(dir, part), 0o755); err != nil {
+		overlay := filepath.Join(dir, "overlays", part)
+		if err := os.MkdirAll(overlay, 0o755); err != nil {
 			f.T.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, part, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
 			f.T.Fatal(err)
 		}
-		out, err := exec.CommandContext(f.Ctx, kubectl, "kustomize", "--load-restrictor=LoadRestrictionsNone", filepath.Join(dir, part)).Output()
+		out, err := exec.CommandContext(f.Ctx, kubectl, "kustomize", overlay).Output()
 		if err != nil {
 			f.T.Fatalf("kubectl kustomize %s: %v", part, err)
 		}
 		manifests.WriteString("---\n")
 		manifests.Write(out)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "install.yaml"), manifests.Bytes(), 0o600); err != nil {
+	install := filepath.Join(dir, "install.yaml")
+	if err := os.WriteFile(install, manifests.Bytes(), 0o600); err != nil {
 		f.T.Fatal(err)
 	}
-	f.T.Cleanup(func() { uninstallNamespaced(f, kubectl, filepath.Join(dir, "install.yaml")) })
-	kubectlRun(f, kubectl, "apply", "--server-side", "-f", filepath.Join(dir, "install.yaml"))
+	f.T.Cleanup(func() { uninstallNamespaced(f, kubectl, install) })
+	kubectlRun(f, kubectl, "apply", "--server-side", "-f", install)
 	if err := waitOperatorAvailable(f.Ctx, f, namespacedOperatorNamespace, "etcd-operator"); err != nil {
 		f.T.Fatal(err)
 	}
