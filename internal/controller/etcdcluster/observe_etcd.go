@@ -60,15 +60,22 @@ func (r *Reconciler) observeEtcd(ctx context.Context, o *observation) {
 		return
 	}
 	listTook := time.Since(start)
+	// etcd serves AlarmList through raft (a proposal the leader commits), so it takes as long as
+	// a write; it runs beside the Status calls instead of after them.
+	var alarms []etcdclient.Alarm
+	var alarmsErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { alarms, alarmsErr = cli.AlarmList(ctx) })
 	o.etcd = membership.Etcd{Known: true, Members: list, Statuses: statuses(ctx, cli, listed(byMember, list))}
 	statusTook := time.Since(start) - listTook
+	wg.Wait()
 	for _, st := range o.etcd.Statuses {
 		if st.Leader != 0 {
 			o.etcd.Leader = st.Leader
 			break
 		}
 	}
-	if alarms, err := cli.AlarmList(ctx); err == nil {
+	if alarmsErr == nil {
 		o.etcd.Alarms = alarms
 	}
 	o.etcd.FirstSeen, o.etcd.StartedSeen = r.memory.seen(o.key(), list, o.now)
