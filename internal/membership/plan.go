@@ -134,15 +134,25 @@ func scale(s *Scope) (Action, bool) {
 	case len(running) < target:
 		return scaleUp(s)
 	case len(running) > target && target == 0 && len(running) == 1:
-		m := running[0]
-		return Action{Kind: KindSetDormant, Member: m.Name, Reason: ReasonScalingDown,
-			Message: fmt.Sprintf("pausing: making %s dormant", m.Name)}, true
+		return pause(s, running[0]), true
 	case len(running) > max(target, 1) && surging(s, running):
 		return Action{}, false // the roll removes the outdated member once the new one settled
 	case len(running) > max(target, 1):
 		return scaleDown(s, running)
 	}
 	return Action{}, false
+}
+
+// pause makes the last running member dormant, once no member is leaving: a removed member's
+// EtcdMember keeps its finalizer until etcd's member list, which only the last member can
+// answer, shows it gone, so a dormant last member would hold it, and its Pod, forever.
+func pause(s *Scope, last Member) Action {
+	if slices.ContainsFunc(s.Members, Member.Leaving) {
+		return Action{Kind: KindWait, Reason: ReasonScalingDown, RequeueAfter: MembershipPoll,
+			Message: "pausing: waiting for a member being removed to be gone before " + last.Name + " becomes dormant"}
+	}
+	return Action{Kind: KindSetDormant, Member: last.Name, Reason: ReasonScalingDown,
+		Message: fmt.Sprintf("pausing: making %s dormant", last.Name)}
 }
 
 func scaleUp(s *Scope) (Action, bool) {

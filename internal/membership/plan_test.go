@@ -126,6 +126,17 @@ func TestNext(t *testing.T) {
 			s.Target, s.Members, s.Etcd, s.PVCs = 0, s.Members[:1], healthyEtcd(1, voter(1, "a")), s.PVCs[:1]
 			return s
 		}, Action{Kind: KindSetDormant, Member: "a", Reason: ReasonScalingDown}},
+		{"pause: the last member waits for a member being removed to be gone", func() Scope {
+			// Its EtcdMember's finalizer needs etcd's member list, which only the last
+			// member can answer: made dormant first, it would hold that member forever (e2e
+			// TestLifecycleTimings caught it: the removed member's Pod crash-looped while paused).
+			s := steady3()
+			s.Target, s.Etcd, s.PVCs = 0, healthyEtcd(1, voter(1, "a")), s.PVCs[:2]
+			s.Members = []Member{s.Members[0], with(s.Members[1], func(m *Member) {
+				m.Deleting, m.RemovalReason = true, RemovalReasonScaleDown
+			})}
+			return s
+		}, Action{Kind: KindWait, Reason: ReasonScalingDown}},
 		{"paused", func() Scope {
 			s := steady3()
 			s.Target, s.Members, s.Etcd, s.PVCs = 0, []Member{with(s.Members[0], func(m *Member) { m.Dormant = true })}, healthyEtcd(1, voter(1, "a")), s.PVCs[:1]
