@@ -32,8 +32,8 @@ func next(s Scope) Action {
 		return a
 	}
 	if !s.Etcd.Known {
-		return Action{Kind: KindWait, Reason: progressReason(&s, ReasonScalingUp),
-			Message: "waiting for etcd to answer MemberList", RequeueAfter: MembershipPoll}
+		return prepareWhileWokenStarts(&s, Action{Kind: KindWait, Reason: progressReason(&s, ReasonScalingUp),
+			Message: "waiting for etcd to answer MemberList", RequeueAfter: MembershipPoll})
 	}
 	if a, ok := replace(&s); ok {
 		return a

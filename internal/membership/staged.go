@@ -130,3 +130,41 @@ func prepareWhileSeedStarts(s *Scope, seed Member, others []Member, wait Action)
 	}
 	return wait
 }
+
+// prepareWhileWokenStarts is prepareWhileSeedStarts for a resumed cluster: while the member just
+// woken starts and etcd cannot answer yet, the next member is created, then staged with the woken
+// member's membership plus itself (a paused cluster's etcd has that one member: docs/design/
+// membership-flows.md, "Pause and resume"). Its Pod starts beside the woken one's; it is added
+// only once etcd answers, the gate allows, and its initial cluster matches what etcd lists
+// (joinStaged restages it otherwise). Any other state is wait.
+func prepareWhileWokenStarts(s *Scope, wait Action) Action {
+	if !s.Staging || s.Target < 2 {
+		return wait
+	}
+	var joined, others []Member
+	for _, m := range s.Members {
+		if m.MemberID != 0 || m.Dormant {
+			joined = append(joined, m)
+		} else {
+			others = append(others, m)
+		}
+	}
+	if len(joined) != 1 || !preparedAhead(s, others) {
+		return wait
+	}
+	woken := joined[0]
+	if woken.Pending || woken.Dormant || woken.Deleting || woken.Unhealthy || woken.Leaving() {
+		return wait
+	}
+	if len(others) == 0 {
+		return Action{Kind: KindCreateMember, Reason: wait.Reason,
+			Message: fmt.Sprintf("%s; meanwhile preparing member 2 of %d", wait.Message, s.Target)}
+	}
+	if m := others[0]; m.Pending {
+		a := stage(s, m)
+		a.InitialCluster = InitialCluster([]etcdclient.Member{{Name: woken.Name, PeerURLs: []string{woken.PeerURL}}}, m.Name, m.PeerURL)
+		a.Reason = wait.Reason
+		return a
+	}
+	return wait
+}

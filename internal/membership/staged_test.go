@@ -182,3 +182,41 @@ func TestBootstrapRefusesAnyOtherJoinedMember(t *testing.T) {
 		t.Errorf("b in etcd before the latch: Next = %+v, want the bootstrap refused", got)
 	}
 }
+
+// TestResumePreparesTheNextMemberWhileTheWokenOneStarts: right after a wake etcd cannot answer,
+// and before staging the second member waited for it; now it is created and staged with the
+// woken member's membership while the woken Pod starts, and added once etcd answers (e2e
+// TestLifecycleTimings: the woken member took about 1.8 s to answer, all of it on resume's
+// critical path).
+func TestResumePreparesTheNextMemberWhileTheWokenOneStarts(t *testing.T) {
+	t.Parallel()
+	s := seedOnly()
+	s.Etcd = Etcd{}
+	s.Members[0].Ready, s.Members[0].PodReady, s.Members[0].PodRunning = false, false, false
+	if got := Next(s); got.Kind != KindCreateMember || !strings.Contains(got.Message, "meanwhile preparing member 2 of 3") {
+		t.Fatalf("woken member starting: Next = %+v, want the second member created", got)
+	}
+	s.Members = append(s.Members, pendingMember("b", 2))
+	want := "a=" + peer("a") + ",b=" + peer("b")
+	if got := Next(s); got.Kind != KindStage || got.Member != "b" || got.InitialCluster != want {
+		t.Fatalf("second member pending: Next = %+v, want b staged with %s", got, want)
+	}
+	s.Members[1] = stagedMember("b", 2, want)
+	if got := Next(s); got.Kind != KindWait {
+		t.Errorf("second member staged, etcd silent: Next = %+v, want a wait", got)
+	}
+	s.Members[0].Ready, s.Members[0].PodReady, s.Members[0].PodRunning = true, true, true
+	s.Etcd = healthyEtcd(1, voter(1, "a"))
+	if got := Next(s); got.Kind != KindJoin || got.Member != "b" {
+		t.Errorf("woken member answering: Next = %+v, want b added", got)
+	}
+	s.Members, s.Etcd, s.Staging = s.Members[:1], Etcd{}, false
+	if got := Next(s); got.Kind != KindWait {
+		t.Errorf("without staging: Next = %+v, want a wait", got)
+	}
+	s.Staging = true
+	s.Members[0].Unhealthy = true
+	if got := Next(s); got.Kind != KindWait {
+		t.Errorf("the only member unhealthy: Next = %+v, want a wait, not a new member", got)
+	}
+}
