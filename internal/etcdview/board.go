@@ -1,6 +1,8 @@
 // Package etcdview carries what the EtcdCluster controller sees of each member in etcd to the
 // EtcdMember controller, which classifies it (docs/design/healing.md: a member whose Pod is Ready
-// but whose endpoint does not answer is Healthy=Unknown/Unreachable; a lagging one gets a note).
+// but whose endpoint does not answer is Healthy=Unknown/Unreachable; a lagging one gets a note),
+// and which members it removed from etcd, so that their finalizers go without another MemberList
+// (docs/design/member-controller.md, "The finalizer").
 // Only the cluster controller talks to every member's endpoint on every pass; the member controller
 // reads etcd only to release its finalizer. Keeping the observations in memory, not in the API,
 // means no extra writes: after an operator restart they are known again after the cluster
@@ -8,6 +10,7 @@
 package etcdview
 
 import (
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,17 +32,57 @@ type View struct {
 // drops the notification, not the view: the member picks it up at its next pass.
 const eventBuffer = 1024
 
+// removedKept bounds how many removed member IDs the Board keeps per cluster: the EtcdMember
+// controller looks one up within moments of its removal, and a forgotten one only costs that
+// controller a MemberList.
+const removedKept = 32
+
 // Board holds the latest View of every member, keyed by the EtcdMember, and notifies the
-// EtcdMember controller when one changes. Safe for concurrent use.
+// EtcdMember controller when one changes; and the etcd member IDs each cluster's controller
+// removed from etcd. Safe for concurrent use.
 type Board struct {
-	mu     sync.Mutex
-	views  map[types.NamespacedName]map[string]View // cluster → member name → view
-	events chan event.GenericEvent
+	mu      sync.Mutex
+	views   map[types.NamespacedName]map[string]View // cluster → member name → view
+	removed map[types.NamespacedName][]uint64        // cluster → member IDs, oldest first
+	events  chan event.GenericEvent
 }
 
 // NewBoard returns an empty Board.
 func NewBoard() *Board {
-	return &Board{views: map[types.NamespacedName]map[string]View{}, events: make(chan event.GenericEvent, eventBuffer)}
+	return &Board{views: map[types.NamespacedName]map[string]View{}, removed: map[types.NamespacedName][]uint64{},
+		events: make(chan event.GenericEvent, eventBuffer)}
+}
+
+// RecordRemoved records that etcd no longer lists member id of cluster: this process's
+// MemberRemove of it returned (or found it gone). etcd never reuses a member ID, so the record
+// stays true; it is kept in memory only, and a new process asks etcd instead.
+func (b *Board) RecordRemoved(cluster types.NamespacedName, id uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ids := b.removed[cluster]
+	if slices.Contains(ids, id) {
+		return
+	}
+	ids = append(ids, id)
+	if len(ids) > removedKept {
+		ids = ids[len(ids)-removedKept:]
+	}
+	b.removed[cluster] = ids
+}
+
+// Removed reports whether RecordRemoved recorded member id of cluster.
+func (b *Board) Removed(cluster types.NamespacedName, id uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Contains(b.removed[cluster], id)
+}
+
+// Forget drops everything the Board holds of cluster, once it is deleted.
+func (b *Board) Forget(cluster types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.views, cluster)
+	delete(b.removed, cluster)
 }
 
 // Publish replaces the views of cluster's members with views (members absent from it have the

@@ -50,3 +50,27 @@ func TestPublishNotifiesChangedMembersOnly(t *testing.T) {
 		t.Fatal("another cluster's member saw this cluster's view")
 	}
 }
+
+// TestRemovedIsRecordedPerClusterAndBounded: a recorded removal is found for its cluster only,
+// the oldest records go beyond removedKept, and Forget drops a cluster's records and views.
+func TestRemovedIsRecordedPerClusterAndBounded(t *testing.T) {
+	t.Parallel()
+	b := NewBoard()
+	a, other := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
+	b.RecordRemoved(a, 1)
+	b.RecordRemoved(a, 1)
+	if !b.Removed(a, 1) || b.Removed(other, 1) || b.Removed(a, 2) {
+		t.Fatal("a removal must be found for its cluster and ID only")
+	}
+	for id := uint64(2); id <= removedKept+1; id++ {
+		b.RecordRemoved(a, id)
+	}
+	if b.Removed(a, 1) || !b.Removed(a, 2) || !b.Removed(a, removedKept+1) {
+		t.Errorf("after %d more records: the oldest must go, the newest %d stay", removedKept, removedKept)
+	}
+	b.Publish(a, map[string]View{"m": {Unreachable: true}})
+	b.Forget(a)
+	if b.Removed(a, 2) || b.View(a, types.NamespacedName{Namespace: "ns", Name: "m"}) != (View{}) {
+		t.Error("Forget must drop the cluster's removals and views")
+	}
+}

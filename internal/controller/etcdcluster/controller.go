@@ -308,6 +308,9 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 		_ = r.etcd.Forget(key.String()) // closing an idle client cannot fail in a way worth retrying
 	}
 	r.memory.forget(key)
+	if r.views != nil {
+		r.views.Forget(key)
+	}
 	metrics.ForgetCluster(key.String())
 }
 

@@ -75,7 +75,13 @@ func (x *executor) removeFromEtcd(ctx context.Context, a membership.Action) (ste
 	if res, err := x.stillPlanned(ctx, cli, a); err != nil || res.Done() {
 		return res, err
 	}
-	return memberRemove(ctx, cli, a.MemberID)
+	res, err := memberRemove(ctx, cli, a.MemberID)
+	if err == nil && !res.Done() && x.views != nil {
+		// The EtcdMember controller releases the member's finalizer on this record instead of
+		// asking etcd again (docs/design/member-controller.md, "The finalizer").
+		x.views.RecordRemoved(x.key(), a.MemberID)
+	}
+	return res, err
 }
 
 // memberRemove removes a member from etcd; "not found" means a previous pass did.

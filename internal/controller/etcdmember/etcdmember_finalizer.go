@@ -119,6 +119,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (step.Resul
 		return step.Stop(""), nil
 	}
 	d := decideWithoutEtcd(m, sc.parentState)
+	if d.needMembership && r.removedByThisOperator(sc) {
+		d = releaseDecision{release: true, message: msgRemovedByThisOperator}
+	}
 	var listErr error
 	dialled := d.needMembership
 	if d.needMembership {
@@ -164,6 +167,25 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (step.Resul
 		return step.Stop(""), nil
 	}
 	return step.Requeue(memberRemovalPoll, "waiting for MemberRemove"), nil
+}
+
+// msgRemovedByThisOperator is the release reason of a member this process removed from etcd.
+const msgRemovedByThisOperator = "the EtcdCluster controller removed the member from etcd"
+
+// removedByThisOperator reports whether this process's EtcdCluster controller removed the
+// member from etcd: its MemberRemove of the member's recorded ID returned. The finalizer then
+// goes without a MemberList, which saves a dial on every scale-down step and works when no
+// member is left to answer it. A member without a recorded ID, or removed by an earlier process
+// (the record is in memory only), is looked up in etcd as before.
+func (r *Reconciler) removedByThisOperator(sc *scope) bool {
+	if r.views == nil || sc.parent == nil || sc.member.Status.MemberID == "" {
+		return false
+	}
+	id, err := etcdclient.ParseID(sc.member.Status.MemberID)
+	if err != nil {
+		return false
+	}
+	return r.views.Removed(client.ObjectKeyFromObject(sc.parent), id)
 }
 
 // deleteRemovedMembersPod deletes the Pod of a member that left etcd, before its finalizer goes:

@@ -180,6 +180,44 @@ func TestForeignDeletionHeld(t *testing.T) {
 	})
 }
 
+// TestRecordedRemovalReleasesWithoutEtcd: a member the EtcdCluster controller removed from etcd
+// in this process (its MemberRemove returned, recorded on the board) loses its finalizer and its
+// Pod without another MemberList. Here etcd still lists it, as a member list that cannot be read
+// fresh would: before, the finalizer was held until a MemberList said otherwise, so a pause that
+// made the last member dormant right after a removal held the removed member, and its
+// crash-looping Pod, forever (e2e TestLifecycleTimings), and every scale-down step waited for a
+// dial.
+func TestRecordedRemovalReleasesWithoutEtcd(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := newCluster(t, ns, "etcd", etcdv1alpha2.ReclaimPolicyDelete, "c1e")
+	m := newMember(t, c)
+	markPodRunning(t, waitPod(t, m), "10.0.3.1", true)
+	setMemberStatus(t, m, "c3", true)
+	etcd.setMembers(ns, c.Name, etcdclient.Member{ID: 0xc3, Name: m.Name})
+	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionTrue, etcdmember.ReasonPodReady)
+	patchMember(t, m, func(m *etcdv1alpha2.EtcdMember) {
+		m.Annotations = map[string]string{etcdv1alpha2.AnnotationRemovalReason: "ScaleDown"}
+	})
+	dials := etcd.getsOf(ns, c.Name)
+
+	views.RecordRemoved(client.ObjectKeyFromObject(c), 0xc3)
+	if err := k8sClient.Delete(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, m)
+	wait.Eventually(t, convergeTimeout, "the removed member's Pod gone", func(ctx context.Context) error {
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, &corev1.Pod{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("the Pod is still there (%v)", err)
+	})
+	if n := etcd.getsOf(ns, c.Name); n != dials {
+		t.Errorf("%d etcd clients asked for after the deletion, want none", n-dials)
+	}
+}
+
 func TestForeignPodNeverTouched(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)

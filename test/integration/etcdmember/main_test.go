@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
+	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/health"
 	"github.com/etcd-operator/etcd-operator/internal/operator"
 	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
@@ -50,6 +51,9 @@ var (
 	k8sClient  client.Client
 	restConfig *rest.Config
 	etcd       = &fakeEtcd{clusters: map[string]*etcdfake.Recorder{}}
+	// views stands in for the EtcdCluster controller's board: tests publish on it what that
+	// controller would.
+	views = etcdview.NewBoard()
 )
 
 func TestMain(m *testing.M) {
@@ -92,7 +96,7 @@ func run(m *testing.M) int {
 	}
 	if err := etcdmember.SetupWithManager(mgr,
 		etcdmember.WithEtcdClients(etcd), etcdmember.WithImageRepository(imageRepository),
-		etcdmember.WithGuardImage(guardImage), etcdmember.WithGraces(testGraces)); err != nil {
+		etcdmember.WithGuardImage(guardImage), etcdmember.WithGraces(testGraces), etcdmember.WithEtcdViews(views)); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the EtcdMember controller:", err)
 		return 1
 	}
