@@ -91,7 +91,7 @@ func write(path, header string, obj any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(header+"---\n"), b...), 0o644) //nolint:gosec // a manifest, committed and world-readable
+	return os.WriteFile(path, append([]byte(header+"---\n"), b...), 0o644)
 }
 
 // find decodes into out the object of kind, named roleName (in namespace), among the documents

@@ -211,7 +211,7 @@ func TestRecordedRemovalReleasesWithoutEtcd(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("the Pod is still there (%v)", err)
+		return fmt.Errorf("the Pod is still there (%w)", err)
 	})
 	if n := etcd.getsOf(ns, c.Name); n != dials {
 		t.Errorf("%d etcd clients asked for after the deletion, want none", n-dials)
