@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -75,6 +77,21 @@ func TestStaleReason(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	pid := cmd.Process.Pid
+	// Start returns once the child has begun its execve, and the kernel sets the new program's
+	// arguments (what /proc/<pid>/cmdline reads) a moment after its binary (/proc/<pid>/exe): read
+	// too early, cmdline is empty and the process looks started with other flags. up only ever
+	// looks at components started long before.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && strings.Contains(string(b), "600") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/proc/%d/cmdline never showed the arguments: %q, %v", pid, b, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 
 	l := layout{root: t.TempDir()}
 	if err := os.MkdirAll(l.run(), 0o755); err != nil {
