@@ -18,7 +18,10 @@ import (
 )
 
 // VolumesPerNode is how many local PVs up keeps available on each node in the default class.
-const VolumesPerNode = 40
+// Released PVs are recycled only by the next up, so the pool must hold what one run of the full
+// e2e set uses: with 40 per node it ran dry before the end (every PV Released, new members'
+// Pods unschedulable).
+const VolumesPerNode = 96
 
 // ExpandableVolumesPerNode is how many local PVs up keeps available on each node in
 // ExpandableStorageClassName.
