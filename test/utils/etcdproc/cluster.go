@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -416,10 +418,17 @@ func (m *Member) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// freePorts asks the kernel for n distinct free loopback ports. The listeners stay open until
-// all n are chosen, so the kernel cannot hand out one port twice; a port can still be taken by
-// another process before etcd binds it, which shows up as a start failure in the member log.
+// freePorts returns n distinct loopback ports that were free when checked, chosen below the
+// kernel's ephemeral range (net.ipv4.ip_local_port_range). A port the kernel hands out for
+// "127.0.0.1:0" comes from that range, which every outgoing connection on the machine draws
+// from too, so in the seconds between the choice and etcd's bind (a joiner binds only after its
+// MemberAddAsLearner, which a fresh cluster refuses for 5 s) a client connection could take it:
+// TestLearnerAddAndPromote once saw its learner fail to bind and another process answer 404 on
+// its peer port. Below the range only another listener can take it, and the listeners stay open
+// until all n are chosen, so no port is handed out twice. Without a readable range it falls back
+// to the kernel's choice.
 func freePorts(n int) ([]int, error) {
+	low := ephemeralLow()
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
@@ -427,13 +436,41 @@ func freePorts(n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if low > minChosenPort && tries < 1000 {
+			addr = fmt.Sprintf("127.0.0.1:%d", minChosenPort+rand.IntN(low-minChosenPort))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken: try another
+			}
 			return nil, fmt.Errorf("finding a free port: %w", err)
 		}
 		listeners = append(listeners, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// minChosenPort is the lowest port freePorts picks: above the well-known and most registered
+// service ports.
+const minChosenPort = 20000
+
+// ephemeralLow is the low end of the kernel's ephemeral port range, 0 when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }
