@@ -439,7 +439,7 @@ func freePorts(n int) ([]int, error) {
 	for tries := 0; len(ports) < n; tries++ {
 		addr := "127.0.0.1:0"
 		if low > minChosenPort && tries < 1000 {
-			addr = fmt.Sprintf("127.0.0.1:%d", minChosenPort+rand.IntN(low-minChosenPort))
+			addr = fmt.Sprintf("127.0.0.1:%d", minChosenPort+rand.IntN(low-minChosenPort)) //nolint:gosec // G404: spreads test ports, not security
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
