@@ -115,17 +115,25 @@ func preparedAhead(s *Scope, others []Member) bool {
 // starts while the seed does, and it is added once the cluster ID is latched and the seed is
 // healthy (joinStaged). Without staging, or with one member wanted, it is wait.
 func prepareWhileSeedStarts(s *Scope, seed Member, others []Member, wait Action) Action {
+	return prepareSecond(s, seed, others, wait, ReasonBootstrapping)
+}
+
+// prepareSecond creates the second member of a cluster whose one member, first, is starting
+// and cannot answer yet, then stages it with first's membership plus itself (reason on both).
+// Without staging, with one member wanted, or with the second member past its staging, it is
+// wait.
+func prepareSecond(s *Scope, first Member, others []Member, wait Action, reason string) Action {
 	if !s.Staging || s.Target < 2 {
 		return wait
 	}
 	if len(others) == 0 {
-		return Action{Kind: KindCreateMember, Reason: ReasonBootstrapping,
+		return Action{Kind: KindCreateMember, Reason: reason,
 			Message: fmt.Sprintf("%s; meanwhile preparing member 2 of %d", wait.Message, s.Target)}
 	}
 	if m := others[0]; m.Pending {
 		a := stage(s, m)
-		a.InitialCluster = InitialCluster([]etcdclient.Member{{Name: seed.Name, PeerURLs: []string{seed.PeerURL}}}, m.Name, m.PeerURL)
-		a.Reason = ReasonBootstrapping
+		a.InitialCluster = InitialCluster([]etcdclient.Member{{Name: first.Name, PeerURLs: []string{first.PeerURL}}}, m.Name, m.PeerURL)
+		a.Reason = reason
 		return a
 	}
 	return wait
@@ -138,9 +146,6 @@ func prepareWhileSeedStarts(s *Scope, seed Member, others []Member, wait Action)
 // only once etcd answers, the gate allows, and its initial cluster matches what etcd lists
 // (joinStaged restages it otherwise). Any other state is wait.
 func prepareWhileWokenStarts(s *Scope, wait Action) Action {
-	if !s.Staging || s.Target < 2 {
-		return wait
-	}
 	var joined, others []Member
 	for _, m := range s.Members {
 		if m.MemberID != 0 || m.Dormant {
@@ -156,15 +161,5 @@ func prepareWhileWokenStarts(s *Scope, wait Action) Action {
 	if woken.Pending || woken.Dormant || woken.Deleting || woken.Unhealthy || woken.Leaving() {
 		return wait
 	}
-	if len(others) == 0 {
-		return Action{Kind: KindCreateMember, Reason: wait.Reason,
-			Message: fmt.Sprintf("%s; meanwhile preparing member 2 of %d", wait.Message, s.Target)}
-	}
-	if m := others[0]; m.Pending {
-		a := stage(s, m)
-		a.InitialCluster = InitialCluster([]etcdclient.Member{{Name: woken.Name, PeerURLs: []string{woken.PeerURL}}}, m.Name, m.PeerURL)
-		a.Reason = wait.Reason
-		return a
-	}
-	return wait
+	return prepareSecond(s, woken, others, wait, wait.Reason)
 }

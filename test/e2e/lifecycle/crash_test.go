@@ -207,11 +207,16 @@ func patchOperator(ctx context.Context, f *framework.Test, name, patch string) e
 	return nil
 }
 
-// waitOperatorRolled waits until the Deployment's rollout finished: its latest template observed,
-// every replica updated and available, and no Pod of an older template left.
+// waitOperatorRolled waits until the operator Deployment's rollout finished (waitRolled).
 func waitOperatorRolled(ctx context.Context, f *framework.Test, name string) error {
-	return framework.Poll(ctx, "operator rollout", 3*time.Minute, framework.DefaultPollInterval, func(ctx context.Context) (bool, string, error) {
-		d, err := f.Kube.AppsV1().Deployments(framework.OperatorNamespace).Get(ctx, name, metav1.GetOptions{})
+	return waitRolled(ctx, f, framework.OperatorNamespace, name)
+}
+
+// waitRolled waits until a Deployment's rollout finished: its latest template observed, every
+// replica updated and available, and no Pod of an older template left.
+func waitRolled(ctx context.Context, f *framework.Test, namespace, name string) error {
+	return framework.Poll(ctx, "rollout of "+namespace+"/"+name, 3*time.Minute, framework.DefaultPollInterval, func(ctx context.Context) (bool, string, error) {
+		d, err := f.Kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}

@@ -119,7 +119,7 @@ patches:
 	}
 	f.T.Cleanup(func() { uninstallNamespaced(f, kubectl, install) })
 	kubectlRun(f, kubectl, "apply", "--server-side", "-f", install)
-	if err := waitOperatorAvailable(f.Ctx, f, namespacedOperatorNamespace, "etcd-operator"); err != nil {
+	if err := waitRolled(f.Ctx, f, namespacedOperatorNamespace, "etcd-operator"); err != nil {
 		f.T.Fatal(err)
 	}
 }
@@ -141,20 +141,6 @@ func kubectlRun(f *framework.Test, kubectl string, args ...string) {
 	if err != nil {
 		f.T.Fatalf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
 	}
-}
-
-// waitOperatorAvailable waits until the Deployment has an available replica of its latest
-// template.
-func waitOperatorAvailable(ctx context.Context, f *framework.Test, namespace, name string) error {
-	return framework.Poll(ctx, "namespace-scoped operator available", 3*time.Minute, framework.DefaultPollInterval, func(ctx context.Context) (bool, string, error) {
-		d, err := f.Kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		st := d.Status
-		return st.ObservedGeneration >= d.Generation && st.AvailableReplicas >= 1 && st.UpdatedReplicas >= 1,
-			fmt.Sprintf("observed %d/%d available %d", st.ObservedGeneration, d.Generation, st.AvailableReplicas), nil
-	})
 }
 
 // requireNoClusterBinding fails the test when any ClusterRoleBinding names the ServiceAccount:
