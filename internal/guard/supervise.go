@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -37,6 +38,14 @@ type Config struct {
 	MembershipInterval time.Duration
 	// Stderr receives the guard's own messages.
 	Stderr io.Writer
+	// RecoveryListen is the address of the log-tail endpoint; empty serves none.
+	RecoveryListen string
+	// ForceFile is the file the kubelet projects the Pod's force-new-cluster annotation into;
+	// empty never forces. ForcedMarker records the request a start was forced for.
+	ForceFile, ForcedMarker string
+	// ForcePollInterval is how often ForceFile is read while etcd runs; zero means
+	// forcePollInterval.
+	ForcePollInterval time.Duration
 }
 
 // forwarded are the signals the guard passes on to etcd: the kubelet stops a container with
@@ -73,42 +82,83 @@ func Supervise(cfg Config) int {
 		}
 	}
 
-	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...) //nolint:gosec // the command is the Pod's own etcd invocation
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if cfg.RecoveryListen != "" {
+		go serveLogTail(ctx, cfg)
+	}
+	var reported string
+	force := pendingForce(cfg, &reported)
+	for {
+		code, next := runEtcd(ctx, cfg, force, has)
+		if next == "" {
+			return code
+		}
+		force, has = next, true
+	}
+}
+
+// runEtcd runs etcd once, with --force-new-cluster when force names a request, and returns
+// its exit code; or, when a force request arrives while it runs, stops it and returns the
+// request so that the caller starts it again with the flag.
+func runEtcd(ctx context.Context, cfg Config, force string, has bool) (code int, restartFor string) {
+	args := cfg.Command[1:]
+	if force != "" {
+		if err := recordForced(cfg, force); err != nil {
+			refuse(cfg, err)
+			return 1, ""
+		}
+		_, _ = fmt.Fprintf(cfg.Stderr, "etcd-guard: starting etcd once with --force-new-cluster (request %s)\n", force)
+		args = append(slices.Clone(args), "--force-new-cluster")
+	}
+	cmd := exec.Command(cfg.Command[0], args...) //nolint:gosec // the command is the Pod's own etcd invocation
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, forwarded...)
 	defer signal.Stop(signals)
 	if err := cmd.Start(); err != nil {
 		refuse(cfg, fmt.Errorf("starting %s: %w", cfg.Command[0], err))
-		return 127
+		return 127, ""
 	}
-
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		for {
-			select {
-			case s := <-signals:
-				_ = cmd.Process.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
-	if !has {
-		go watchForData(cfg, done)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	forces := make(chan string, 1)
+	if force == "" {
+		go watchForce(runCtx, cfg, forces)
 	}
-
-	code := exitCode(cmd.Wait())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	if !has {
-		// etcd may have written its WAL and stopped between two polls.
-		if has, err := HasData(cfg.DataDir); err == nil && has {
-			if err := MarkSeen(cfg.Marker, cfg.DataDir); err != nil {
-				_, _ = fmt.Fprintf(cfg.Stderr, "etcd-guard: %v\n", err)
-			}
+		go watchForData(cfg, runCtx.Done())
+	}
+	var err error
+	for waiting := true; waiting; {
+		select {
+		case s := <-signals:
+			_ = cmd.Process.Signal(s)
+		case restartFor = <-forces:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		case err = <-exited:
+			waiting = false
 		}
 	}
-	return code
+	markIfWritten(cfg, has)
+	if restartFor != "" {
+		return 0, restartFor
+	}
+	return exitCode(err), ""
+}
+
+// markIfWritten records the marker when etcd wrote its WAL and stopped between two polls.
+func markIfWritten(cfg Config, had bool) {
+	if had {
+		return
+	}
+	if has, err := HasData(cfg.DataDir); err == nil && has {
+		if err := MarkSeen(cfg.Marker, cfg.DataDir); err != nil {
+			_, _ = fmt.Fprintf(cfg.Stderr, "etcd-guard: %v\n", err)
+		}
+	}
 }
 
 // awaitMembership holds a staged member's first start until a peer lists it. A stop signal
