@@ -232,7 +232,6 @@ func poll(cond func() bool) bool {
 	return true
 }
 
-
 // TestLogTailOrdersRealLogs reads the WALs of real members: a member stopped before the last
 // writes has the shorter log, the reader names the right member and cluster, and garbage after
 // the last record (a torn write) does not change the answer.
