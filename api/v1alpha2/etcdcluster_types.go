@@ -411,6 +411,12 @@ type EtcdClusterStatus struct {
 	// +optional
 	ReplacementBackoff *ReplacementBackoff `json:"replacementBackoff,omitempty"`
 
+	// quorumRecovery is set while the operator recovers a cluster that lost its quorum from one
+	// surviving member (docs/disaster-recovery.md), and cleared once only that member is left
+	// and the cluster serves again.
+	// +optional
+	QuorumRecovery *QuorumRecovery `json:"quorumRecovery,omitempty"`
+
 	// conditions are Available, Progressing and Degraded.
 	// +listType=map
 	// +listMapKey=type
@@ -445,6 +451,34 @@ type ReplacementBackoff struct {
 	// notBefore is when the member that failed last may be replaced.
 	NotBefore metav1.Time `json:"notBefore"`
 }
+
+// QuorumRecovery records a quorum-loss recovery in progress: which survivor it starts from and
+// why it was allowed.
+type QuorumRecovery struct {
+	// member is the EtcdMember the cluster is recovered from.
+	Member string `json:"member"`
+
+	// memberID is its etcd member ID, in hex.
+	MemberID string `json:"memberID"`
+
+	// term and index are the last entry of its raft log when recovery started.
+	Term  int64 `json:"term"`
+	Index int64 `json:"index"`
+
+	// mode is Automatic (no acknowledged write can be lost) or Approved (a person approved it
+	// with the approve-recovery annotation).
+	// +kubebuilder:validation:Enum=Automatic;Approved
+	Mode string `json:"mode"`
+
+	// startedAt is when the recovery was recorded.
+	StartedAt metav1.Time `json:"startedAt"`
+}
+
+// Quorum recovery modes.
+const (
+	QuorumRecoveryAutomatic = "Automatic"
+	QuorumRecoveryApproved  = "Approved"
+)
 
 // EtcdCluster is an etcd cluster run by the operator: one EtcdMember, Pod and PVC per member,
 // with membership changed only through etcd's membership API.

@@ -45,6 +45,11 @@ const (
 	AnnotationAdoptionInProgress  = "etcd-operator.cozystack.io/adoption-in-progress"
 	AnnotationApproveRecovery     = "etcd-operator.cozystack.io/approve-recovery"
 	AnnotationMigratedFrom        = "etcd-operator.cozystack.io/migrated-from"
+	// AnnotationForceNewCluster, on a member's Pod, asks the data-dir guard to restart etcd once
+	// with --force-new-cluster; the value names the member's log exactly
+	// (<clusterID>/<memberID>/<term>/<index>), so it does nothing anywhere else
+	// (docs/design/quorum-recovery.md).
+	AnnotationForceNewCluster = "etcd-operator.cozystack.io/force-new-cluster"
 )
 
 // FinalizerMemberCleanup holds an EtcdMember's deletion until the member has left etcd.

@@ -1,6 +1,9 @@
 package desired
 
 import (
+	"net"
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -32,6 +35,20 @@ const (
 	GuardStateMountPath = "/var/run/etcd-guard"
 	// GuardMarker records that this Pod has seen the data dir hold data.
 	GuardMarker = GuardStateMountPath + "/data-seen"
+	// GuardForcedMarker records the force-new-cluster request a start of etcd was forced for,
+	// so that the flag is used once (docs/design/quorum-recovery.md).
+	GuardForcedMarker = GuardStateMountPath + "/force-new-cluster-done"
+	// GuardPodInfoVolumeName projects the Pod's force-new-cluster annotation into a file the
+	// guard reads; the kubelet updates it in place when the annotation changes.
+	GuardPodInfoVolumeName = "etcd-guard-podinfo"
+	// GuardPodInfoMountPath is where GuardPodInfoVolumeName is mounted, read-only.
+	GuardPodInfoMountPath = "/etc/etcd-guard"
+	// GuardForceFile is the projected annotation.
+	GuardForceFile = GuardPodInfoMountPath + "/force-new-cluster"
+	// GuardPort serves the read-only log tail quorum-loss recovery reads.
+	GuardPort int32 = 2382
+	// GuardPortName names GuardPort on the etcd container.
+	GuardPortName = "guard"
 )
 
 // guardVolumeSize bounds the binary's emptyDir: the guard is a small static binary;
@@ -41,17 +58,19 @@ var (
 	guardStateVolumeSize = resource.MustParse("1Mi")
 )
 
-// Guarded reports whether a member's Pod runs etcd under the data-dir guard: a PVC member, when the
-// operator knows the guard's image. A Memory member's data lives exactly as long as its Pod, so the
-// guard could never see it lost; its lost Pods are replaced instead (docs/design/healing.md).
+// Guarded reports whether a member's Pod runs etcd under the data-dir guard: every member, when the
+// operator knows the guard's image. A PVC member needs it to notice data lost behind its back; every
+// member needs it for quorum-loss recovery, which reads the log tail and restarts etcd with
+// --force-new-cluster inside the running Pod (docs/design/quorum-recovery.md): a Memory member's
+// data lives exactly as long as its Pod, so recreating the Pod is never an option.
 func Guarded(member *etcdv1alpha2.EtcdMember, in Inputs) bool {
 	return guardedSpec(&member.Spec, in.GuardImage)
 }
 
 // guardedSpec is Guarded for a member template; the template hash uses it too, so that the
 // guard image enters exactly the hashes of the Pods that run the guard.
-func guardedSpec(spec *etcdv1alpha2.EtcdMemberSpec, guardImage string) bool {
-	return guardImage != "" && spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory
+func guardedSpec(_ *etcdv1alpha2.EtcdMemberSpec, guardImage string) bool {
+	return guardImage != ""
 }
 
 // DataExpected reports whether the member has run with its data dir before, as far as the
@@ -84,11 +103,18 @@ func guardInitContainer(image string) corev1.Container {
 	}
 }
 
-// guardVolumes are the guard binary's emptyDir and its marker's.
+// guardVolumes are the guard binary's emptyDir, its markers', and the projected annotation.
 func guardVolumes() []corev1.Volume {
 	return []corev1.Volume{
 		{Name: GuardVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(guardVolumeSize)}}},
 		{Name: GuardStateVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(guardStateVolumeSize)}}},
+		{Name: GuardPodInfoVolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			DefaultMode: ptr.To(tlsSecretMode),
+			Items: []corev1.DownwardAPIVolumeFile{{
+				Path:     "force-new-cluster",
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + etcdv1alpha2.AnnotationForceNewCluster + "']"},
+			}},
+		}}},
 	}
 }
 
@@ -98,6 +124,7 @@ func guardMounts() []corev1.VolumeMount {
 	return []corev1.VolumeMount{
 		{Name: GuardVolumeName, MountPath: GuardMountPath, ReadOnly: true},
 		{Name: GuardStateVolumeName, MountPath: GuardStateMountPath},
+		{Name: GuardPodInfoVolumeName, MountPath: GuardPodInfoMountPath, ReadOnly: true},
 	}
 }
 
@@ -116,6 +143,9 @@ func guardCommand(dataDir string, dataExpected, awaitMembership bool) []string {
 		"--" + guard.FlagDataDir + "=" + dataDir,
 		"--" + guard.FlagMarker + "=" + GuardMarker,
 		"--" + guard.FlagTerminationLog + "=" + corev1.TerminationMessagePathDefault,
+		"--" + guard.FlagRecoveryListen + "=" + net.JoinHostPort("", strconv.Itoa(int(GuardPort))),
+		"--" + guard.FlagForceFile + "=" + GuardForceFile,
+		"--" + guard.FlagForcedMarker + "=" + GuardForcedMarker,
 	}
 	if dataExpected {
 		cmd = append(cmd, "--"+guard.FlagDataExpected)

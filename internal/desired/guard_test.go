@@ -41,7 +41,12 @@ func TestPodGuard(t *testing.T) {
 		{name: "Memory member", member: newMember(func(m *etcdv1alpha2.EtcdMember) {
 			m.Spec.Storage = storageSpec("1Gi", etcdv1alpha2.StorageMediumMemory)
 			m.Status.MemberID = "8e9e05c52164694d"
-		}), image: testGuardImage},
+		}), image: testGuardImage, wantGuard: true, wantExpected: true},
+		// Memory members are never staged: their Pods are built after the add.
+		{name: "Memory joiner before it was added", member: newMember(func(m *etcdv1alpha2.EtcdMember) {
+			m.Spec.Storage = storageSpec("1Gi", etcdv1alpha2.StorageMediumMemory)
+			m.Status = etcdv1alpha2.EtcdMemberStatus{}
+		}), image: testGuardImage, wantGuard: true},
 		{name: "no guard image", member: newMember(func(m *etcdv1alpha2.EtcdMember) { m.Status.MemberID = "8e9e05c52164694d" })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +81,8 @@ func checkGuard(t *testing.T, pod, plain *corev1.Pod, image string, wantGuard, w
 		!slices.Equal(pod.Spec.InitContainers[0].Command, []string{"/etcd-guard", "install", GuardBinary}) {
 		t.Fatalf("init containers %+v", pod.Spec.InitContainers)
 	}
-	want := []string{GuardBinary, "run", "--data-dir=/var/lib/etcd", "--marker=" + GuardMarker, "--termination-log=/dev/termination-log"}
+	want := []string{GuardBinary, "run", "--data-dir=/var/lib/etcd", "--marker=" + GuardMarker, "--termination-log=/dev/termination-log",
+		"--recovery-listen=:2382", "--force-new-cluster-file=" + GuardForceFile, "--forced-marker=" + GuardForcedMarker}
 	if wantExpected {
 		want = append(want, "--data-expected")
 	}
@@ -91,6 +97,31 @@ func checkGuard(t *testing.T, pod, plain *corev1.Pod, image string, wantGuard, w
 		t.Error("the guard changed etcd's flags")
 	}
 	checkGuardVolumes(t, pod)
+	checkRecoveryWiring(t, pod)
+}
+
+// checkRecoveryWiring checks what quorum-loss recovery needs in the Pod
+// (docs/design/quorum-recovery.md): the force-new-cluster annotation projected read-only where
+// the guard reads it, and the guard port declared.
+func checkRecoveryWiring(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	var projected bool
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == GuardPodInfoVolumeName && v.DownwardAPI != nil && len(v.DownwardAPI.Items) == 1 &&
+			v.DownwardAPI.Items[0].FieldRef.FieldPath == "metadata.annotations['"+etcdv1alpha2.AnnotationForceNewCluster+"']" &&
+			GuardPodInfoMountPath+"/"+v.DownwardAPI.Items[0].Path == GuardForceFile {
+			projected = true
+		}
+	}
+	mounted := slices.ContainsFunc(pod.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == GuardPodInfoVolumeName && m.MountPath == GuardPodInfoMountPath && m.ReadOnly
+	})
+	if !projected || !mounted {
+		t.Errorf("the force-new-cluster annotation is not projected read-only at %s: volumes %+v", GuardForceFile, pod.Spec.Volumes)
+	}
+	if !slices.ContainsFunc(pod.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == GuardPortName && p.ContainerPort == GuardPort }) {
+		t.Errorf("ports %+v lack the guard port", pod.Spec.Containers[0].Ports)
+	}
 }
 
 // checkGuardVolumes checks that the guard binary is written by the install container and

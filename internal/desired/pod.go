@@ -102,8 +102,11 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		pod.Spec.InitContainers = []corev1.Container{guardInitContainer(in.GuardImage)}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolumes()...)
 		etcd := &pod.Spec.Containers[0]
-		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member), AwaitsMembership(member, in.State))
+		// Memory members are never staged (docs/design/membership-flows.md, "Staged joins").
+		await := AwaitsMembership(member, in.State) && member.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory
+		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member), await)
 		etcd.VolumeMounts = append(etcd.VolumeMounts, guardMounts()...)
+		etcd.Ports = append(etcd.Ports, corev1.ContainerPort{Name: GuardPortName, ContainerPort: GuardPort, Protocol: corev1.ProtocolTCP})
 	}
 	return pod
 }
