@@ -49,6 +49,9 @@ const (
 type Client interface {
 	// MemberList returns the cluster's members (a linearizable read: it needs a leader).
 	MemberList(ctx context.Context) ([]Member, error)
+	// LocalMemberList returns the member list as the member serving endpoint knows it: a
+	// serializable read that answers without a leader, for quorum-loss recovery.
+	LocalMemberList(ctx context.Context, endpoint string) ([]Member, error)
 	// MemberAddAsLearner adds a learner with the given peer URLs and returns it and the member
 	// list after the change.
 	MemberAddAsLearner(ctx context.Context, peerURLs []string) (Member, []Member, error)
@@ -221,6 +224,21 @@ func (c *Conn) MemberList(ctx context.Context) ([]Member, error) {
 	resp, err := c.cli.MemberList(ctx)
 	if err != nil {
 		return nil, c.fail("MemberList", err)
+	}
+	return membersFromPB(resp.Members), nil
+}
+
+// LocalMemberList implements Client.
+func (c *Conn) LocalMemberList(ctx context.Context, endpoint string) ([]Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, StatusTimeout)
+	defer cancel()
+	conn, err := c.endpointConn(endpoint)
+	if err != nil {
+		return nil, c.fail("LocalMemberList", err)
+	}
+	resp, err := pb.NewClusterClient(conn).MemberList(ctx, &pb.MemberListRequest{Linearizable: false}, grpc.WaitForReady(false))
+	if err != nil {
+		return nil, c.fail("LocalMemberList", err)
 	}
 	return membersFromPB(resp.Members), nil
 }

@@ -3,6 +3,7 @@ package membership
 import (
 	"time"
 
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
 
@@ -72,7 +73,8 @@ const (
 func Kinds() []Kind {
 	return []Kind{KindNone, KindWait, KindBlocked, KindCreateSeed, KindInitSeed, KindLatchClusterID, KindJoin, KindStage, KindPromote,
 		KindRemoveOrphan, KindCreateMember, KindWake, KindMoveLeader, KindRemove, KindDeletePVC, KindSetDormant, KindBackoff,
-		KindDisarmCorrupt, KindReadopt, KindAuthorise}
+		KindDisarmCorrupt, KindReadopt, KindAuthorise,
+		KindStartRecovery, KindStopForRecovery, KindForceNewCluster, KindFinishRecovery, KindAbortRecovery, KindRefuseApproval}
 }
 
 // Progressing reasons (docs/design/conditions-and-events.md) the planner chooses.
@@ -134,6 +136,12 @@ type Action struct {
 	// wake whose data the latched version may not follow): the cluster then reports
 	// Progressing=False/VersionChangeRejected, as for a refused spec.
 	VersionRejection string
+	// Recovery is the quorum recovery to record (KindStartRecovery).
+	Recovery *etcdv1alpha2.QuorumRecovery
+	// ForceValue is the force-new-cluster annotation to set (KindForceNewCluster).
+	ForceValue string
+	// Approval is the approve-recovery value refused (KindRefuseApproval).
+	Approval string
 }
 
 // RemovalReasonScaleDown is the removal-reason of a scale-down victim.

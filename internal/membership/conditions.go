@@ -227,6 +227,8 @@ func degraded(in ConditionInput) metav1.Condition {
 		if everyRunningMember(s, health.ReasonDataLost, health.ReasonDataCorrupt) {
 			// Nothing can be replaced without a quorum, and no member has data to recover from.
 			msg += "; every member's data is lost or corrupt: restore from a snapshot into a new EtcdCluster"
+		} else {
+			msg += recoveryNote(s)
 		}
 		return t(ReasonQuorumLost, msg)
 	case len(s.Unsupported) > 0:

@@ -18,6 +18,11 @@ func Next(s Scope) Action {
 }
 
 func next(s Scope) Action {
+	// Ahead of every other rule: without a quorum none of them can act, and the steps of a
+	// recovery must not be undone by them (a dormant member woken, say).
+	if a, ok := recoverQuorum(&s); ok {
+		return a
+	}
 	if a, ok := finishInterrupted(&s); ok {
 		return a
 	}

@@ -231,6 +231,15 @@ type Scope struct {
 	// staged member's etcd until it is added: new members are then staged before their add
 	// (staged.go).
 	Staging bool
+	// Stranded is what the running members said of themselves while etcd's linearizable member
+	// list did not answer (docs/design/quorum-recovery.md); empty otherwise.
+	Stranded Stranded
+	// Recovery is status.quorumRecovery: a quorum-loss recovery in progress.
+	Recovery *etcdv1alpha2.QuorumRecovery
+	// Approval is the EtcdCluster's approve-recovery annotation.
+	Approval string
+	// QuorumLostSince is when the Available condition turned False/QuorumLost; zero otherwise.
+	QuorumLostSince time.Time
 }
 
 // Backoff spaces out replacements of members that never started (docs/design/healing.md).

@@ -27,6 +27,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
+	"github.com/etcd-operator/etcd-operator/internal/guard"
 	"github.com/etcd-operator/etcd-operator/internal/metrics"
 	"github.com/etcd-operator/etcd-operator/internal/step"
 )
@@ -53,6 +54,7 @@ const (
 // alarms. The EtcdCluster controller is the only one whose interface has membership calls.
 type etcdAPI interface {
 	MemberList(ctx context.Context) ([]etcdclient.Member, error)
+	LocalMemberList(ctx context.Context, endpoint string) ([]etcdclient.Member, error)
 	MemberAddAsLearner(ctx context.Context, peerURLs []string) (etcdclient.Member, []etcdclient.Member, error)
 	MemberPromote(ctx context.Context, id uint64) ([]etcdclient.Member, error)
 	MemberRemove(ctx context.Context, id uint64) ([]etcdclient.Member, error)
@@ -96,6 +98,9 @@ type Reconciler struct {
 	// noStorageClassReads keeps the controller from reading StorageClasses, which the
 	// namespace-scoped install's Roles cannot grant (WithoutClusterScopedReads).
 	noStorageClassReads bool
+	// logTail reads a member's log tail from its guard while quorum is lost
+	// (docs/design/quorum-recovery.md).
+	logTail logTailReader
 }
 
 // Option configures a Reconciler.
@@ -116,6 +121,12 @@ func WithSettles(strictReconfig, roll time.Duration) Option {
 
 // settles are the settle times WithSettles overrides.
 type settles struct{ strictReconfig, roll time.Duration }
+
+// WithLogTailReader replaces the HTTP read of a member's log tail from its guard: integration
+// tests run the operator on the host, beside real etcd processes that run under no guard.
+func WithLogTailReader(read func(ctx context.Context, podIP string) (guard.LogTailAnswer, error)) Option {
+	return func(r *Reconciler) { r.logTail = read }
+}
 
 // WithEtcdViews publishes each pass's view of every member's endpoint on board.
 func WithEtcdViews(board *etcdview.Board) Option { return func(r *Reconciler) { r.views = board } }
@@ -151,9 +162,10 @@ func WithResyncJitter(f func(time.Duration) time.Duration) Option {
 func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder, pool etcdclient.Clients[etcdclient.Client], opts ...Option) *Reconciler {
 	r := &Reconciler{
 		client: c, apiReader: apiReader, recorder: recorder,
-		clock:  clock.RealClock{},
-		jitter: defaultJitter,
-		memory: newMemory(),
+		clock:   clock.RealClock{},
+		jitter:  defaultJitter,
+		memory:  newMemory(),
+		logTail: httpLogTail,
 	}
 	if pool != nil {
 		r.etcd = etcdclient.Narrow(pool, asEtcdAPI)
@@ -223,12 +235,12 @@ func deadlineChanged() predicate.Predicate {
 // (OwnerReferencesPermissionEnforcement) admits only from a user who may update the owner's
 // finalizers: hence etcdclusters/finalizers update, and no other right on that subresource.
 //
-// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdmembers/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch

@@ -51,6 +51,10 @@ type effects struct {
 	// removed is the member a KindRemove took out of etcd and deleted, so that status counts
 	// what is left rather than what was there when the pass began.
 	removed *removal
+	// recovery is the quorum recovery recorded (KindStartRecovery); clearRecovery clears it
+	// (KindFinishRecovery, KindAbortRecovery).
+	recovery      *etcdv1alpha2.QuorumRecovery
+	clearRecovery bool
 }
 
 // removal is one executed removal: the EtcdMember, and the etcd member ID when it was in etcd.
@@ -113,26 +117,32 @@ func (x *executor) act(ctx context.Context) (step.Result, error) {
 // executors maps each kind of action to its executor.
 func (x *executor) executors() map[membership.Kind]func(context.Context, membership.Action) (step.Result, error) {
 	return map[membership.Kind]func(context.Context, membership.Action) (step.Result, error){
-		membership.KindNone:           x.none,
-		membership.KindWait:           x.wait,
-		membership.KindBlocked:        x.blocked,
-		membership.KindCreateSeed:     x.createMember,
-		membership.KindCreateMember:   x.createMember,
-		membership.KindInitSeed:       x.initSeed,
-		membership.KindLatchClusterID: x.latchClusterID,
-		membership.KindJoin:           x.join,
-		membership.KindStage:          x.stage,
-		membership.KindPromote:        x.promote,
-		membership.KindRemoveOrphan:   x.removeOrphan,
-		membership.KindRemove:         x.remove,
-		membership.KindMoveLeader:     x.moveLeader,
-		membership.KindDeletePVC:      x.deletePVC,
-		membership.KindSetDormant:     x.setDormant,
-		membership.KindWake:           x.wake,
-		membership.KindDisarmCorrupt:  x.disarmCorrupt,
-		membership.KindBackoff:        x.backoff,
-		membership.KindReadopt:        x.readopt,
-		membership.KindAuthorise:      x.authorise,
+		membership.KindNone:            x.none,
+		membership.KindWait:            x.wait,
+		membership.KindBlocked:         x.blocked,
+		membership.KindCreateSeed:      x.createMember,
+		membership.KindCreateMember:    x.createMember,
+		membership.KindInitSeed:        x.initSeed,
+		membership.KindLatchClusterID:  x.latchClusterID,
+		membership.KindJoin:            x.join,
+		membership.KindStage:           x.stage,
+		membership.KindPromote:         x.promote,
+		membership.KindRemoveOrphan:    x.removeOrphan,
+		membership.KindRemove:          x.remove,
+		membership.KindMoveLeader:      x.moveLeader,
+		membership.KindDeletePVC:       x.deletePVC,
+		membership.KindSetDormant:      x.setDormant,
+		membership.KindWake:            x.wake,
+		membership.KindDisarmCorrupt:   x.disarmCorrupt,
+		membership.KindBackoff:         x.backoff,
+		membership.KindReadopt:         x.readopt,
+		membership.KindAuthorise:       x.authorise,
+		membership.KindStartRecovery:   x.startRecovery,
+		membership.KindStopForRecovery: x.stopForRecovery,
+		membership.KindForceNewCluster: x.forceNewCluster,
+		membership.KindFinishRecovery:  x.finishRecovery,
+		membership.KindAbortRecovery:   x.abortRecovery,
+		membership.KindRefuseApproval:  x.refuseApproval,
 	}
 }
 

@@ -19,6 +19,7 @@ const (
 	warnSpecPending     warning = "SpecChangePending"
 	warnQuorumBlocked   warning = "QuorumGateBlocked"
 	warnVersionRejected warning = "VersionChangeRejected"
+	warnApprovalIgnored warning = "RecoveryApprovalIgnored"
 )
 
 // memory is what this operator process remembers of each cluster between passes: when each etcd

@@ -35,6 +35,9 @@ type observation struct {
 	// when no client could be had.
 	etcd       membership.Etcd
 	etcdClient etcdAPI
+	// stranded is what the running members said of themselves when the linearizable member
+	// list failed (quorum-loss recovery).
+	stranded membership.Stranded
 	// rolling is the memory of a roll this process started that has not converged.
 	rolling bool
 	// now is the pass's clock reading.

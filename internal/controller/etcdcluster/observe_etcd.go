@@ -57,6 +57,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, o *observation) {
 	list, err := cli.MemberList(ctx)
 	if err != nil {
 		log.V(1).Info("MemberList failed", "reason", err.Error(), "took", time.Since(start))
+		r.observeStranded(ctx, o, cli, byMember)
 		return
 	}
 	listTook := time.Since(start)

@@ -34,6 +34,11 @@ func (o *observation) scopeFor(observed *etcdv1alpha2.ObservedClusterSpec) membe
 		// on a membership that does not list it and exit.
 		Staging: o.config.guardImage != "" && (observed == nil || observed.Storage.Medium != etcdv1alpha2.StorageMediumMemory),
 	}
+	s.Stranded, s.Recovery = o.stranded, c.Status.QuorumRecovery
+	s.Approval = c.Annotations[etcdv1alpha2.AnnotationApproveRecovery]
+	if a := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionAvailable); a != nil && a.Reason == membership.ReasonQuorumLost {
+		s.QuorumLostSince = a.LastTransitionTime.Time
+	}
 	if b := c.Status.ReplacementBackoff; b != nil {
 		s.Backoff = membership.Backoff{Attempts: b.Attempts, NotBefore: b.NotBefore.Time}
 	}

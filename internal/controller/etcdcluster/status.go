@@ -35,6 +35,12 @@ func renderStatus(o *observation, plan *membership.Plan, fx effects) renderedSta
 	if fx.backoff != nil {
 		st.ReplacementBackoff = fx.backoff
 	}
+	switch {
+	case fx.recovery != nil:
+		st.QuorumRecovery = fx.recovery
+	case fx.clearRecovery:
+		st.QuorumRecovery = nil
+	}
 
 	// The scope the plan left, with what this pass's own status writes and executed actions
 	// change in it.

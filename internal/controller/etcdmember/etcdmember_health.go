@@ -26,7 +26,30 @@ import (
 // grace ends (zero for none): no watch event marks that moment, so the pass requeues for it.
 func memberHealth(in statusInput, now time.Time) (c condition, recheck time.Duration) {
 	res := health.Classify(observe(in, now))
-	return condition{res.Status, res.Reason, res.Message}, res.RecheckAfter
+	msg := res.Message
+	if in.quorumLost && res.Action == health.ActionReplace {
+		msg = heldByQuorum(msg)
+	}
+	return condition{res.Status, res.Reason, msg}, res.RecheckAfter
+}
+
+// heldByQuorum rewords a verdict that replaces the member for a cluster without quorum: a
+// replacement starts with a removal from etcd, which cannot commit, so saying "is replaced" would
+// be untrue (docs/design/quorum-recovery.md, "Status while quorum is lost").
+func heldByQuorum(msg string) string {
+	msg = strings.Replace(msg, "is replaced", "is to be replaced", 1)
+	return msg + "; not yet: the cluster has lost quorum and nothing can be removed from etcd without one " +
+		"(the EtcdCluster's Degraded condition says what the operator waits for and what a person can do)"
+}
+
+// reasonQuorumLost is the EtcdCluster controller's Available reason for a lost quorum
+// (docs/design/conditions-and-events.md); this controller reads the parent's conditions only.
+const reasonQuorumLost = "QuorumLost"
+
+// quorumLost reports a parent whose Available condition is False/QuorumLost.
+func quorumLost(c *etcdv1alpha2.EtcdCluster) bool {
+	a := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionAvailable)
+	return a != nil && a.Status == metav1.ConditionFalse && a.Reason == reasonQuorumLost
 }
 
 // observe fills the classifier's Observation from what one pass saw: the member as fetched,

@@ -285,3 +285,20 @@ func TestMemberHealthNodes(t *testing.T) {
 		},
 	})
 }
+
+// TestNoReplacementPromisedWithoutQuorum: a Memory member whose Pod went is DataLost either way,
+// but while the parent has lost quorum its message must not say it "is replaced" (the issue's
+// user saw that on a cluster that could never replace it).
+func TestNoReplacementPromisedWithoutQuorum(t *testing.T) {
+	m := &etcdv1alpha2.EtcdMember{Spec: etcdv1alpha2.EtcdMemberSpec{Storage: etcdv1alpha2.StorageSpec{Medium: etcdv1alpha2.StorageMediumMemory}},
+		Status: etcdv1alpha2.EtcdMemberStatus{MemberID: "1", IsVoter: true, PodUID: "old-pod"}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	with, _ := memberHealth(statusInput{member: m}, now)
+	if with.reason != health.ReasonDataLost || !strings.Contains(with.message, "is replaced") {
+		t.Fatalf("with quorum: %+v, want DataLost saying it is replaced", with)
+	}
+	without, _ := memberHealth(statusInput{member: m, quorumLost: true}, now)
+	if without.reason != health.ReasonDataLost || strings.Contains(without.message, "is replaced") || !strings.Contains(without.message, "lost quorum") {
+		t.Fatalf("without quorum: %+v, want DataLost that says the replacement waits for the quorum", without)
+	}
+}

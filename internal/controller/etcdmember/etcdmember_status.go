@@ -75,6 +75,9 @@ type statusInput struct {
 	pvNode *health.Node
 	// endpoint is what the EtcdCluster controller's last pass saw of the member's endpoint.
 	endpoint etcdview.View
+	// quorumLost says the parent reports Available=False/QuorumLost: nothing can be removed
+	// from etcd, so nothing is replaced until the quorum is back.
+	quorumLost bool
 }
 
 // condition is a condition without its bookkeeping (generation, transition time), so that the
@@ -269,6 +272,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) (time.Duration,
 	in := statusInput{member: sc.original, pvcOwned: sc.pvcOwned, notes: sc.notes, graces: r.graces}
 	if sc.parent != nil {
 		in.clusterID = sc.parent.Status.ClusterID
+		in.quorumLost = quorumLost(sc.parent)
 		if r.views != nil {
 			in.endpoint = r.views.View(client.ObjectKeyFromObject(sc.parent), client.ObjectKeyFromObject(sc.original))
 		}

@@ -179,6 +179,18 @@ func (c *Cluster) MemberList(context.Context) ([]etcdclient.Member, error) {
 	return c.list(), nil
 }
 
+// LocalMemberList implements etcdclient.Client: the member's own view, served without a
+// leader by any member that is up.
+func (c *Cluster) LocalMemberList(_ context.Context, endpoint string) ([]etcdclient.Member, error) {
+	c.record(LocalMemberList, endpoint)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.byEndpoint(endpoint); m == nil || !m.up || m.muted {
+		return nil, fail(LocalMemberList, etcdclient.ErrUnavailable)
+	}
+	return c.list(), nil
+}
+
 // MemberAddAsLearner implements etcdclient.Client.
 func (c *Cluster) MemberAddAsLearner(_ context.Context, peerURLs []string) (etcdclient.Member, []etcdclient.Member, error) {
 	c.record(MemberAddAsLearner, strings.Join(peerURLs, ","))

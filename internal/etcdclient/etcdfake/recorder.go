@@ -16,6 +16,7 @@ type Method string
 // The methods of etcdclient.Client.
 const (
 	MemberList         Method = "MemberList"
+	LocalMemberList    Method = "LocalMemberList"
 	MemberAddAsLearner Method = "MemberAddAsLearner"
 	MemberPromote      Method = "MemberPromote"
 	MemberRemove       Method = "MemberRemove"
@@ -166,6 +167,14 @@ func (r *Recorder) members() []etcdclient.Member {
 // MemberList implements etcdclient.Client.
 func (r *Recorder) MemberList(context.Context) ([]etcdclient.Member, error) {
 	if err := r.call(MemberList, ""); err != nil {
+		return nil, err
+	}
+	return r.members(), nil
+}
+
+// LocalMemberList implements etcdclient.Client.
+func (r *Recorder) LocalMemberList(_ context.Context, endpoint string) ([]etcdclient.Member, error) {
+	if err := r.call(LocalMemberList, endpoint); err != nil {
 		return nil, err
 	}
 	return r.members(), nil
