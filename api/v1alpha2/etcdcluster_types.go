@@ -461,8 +461,11 @@ type QuorumRecovery struct {
 	// memberID is its etcd member ID, in hex.
 	MemberID string `json:"memberID"`
 
-	// term and index are the last entry of its raft log when recovery started.
-	Term  int64 `json:"term"`
+	// term is the term of the last entry of its raft log when recovery started.
+	Term int64 `json:"term"`
+
+	// index is the index of that last entry: every acknowledged write the recovery keeps is at
+	// or below it.
 	Index int64 `json:"index"`
 
 	// mode is Automatic (no acknowledged write can be lost) or Approved (a person approved it
