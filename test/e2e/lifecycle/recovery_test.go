@@ -57,12 +57,7 @@ func TestQuorumLossRecoveredAutomatically(t *testing.T) {
 			lost := names[:tc.voters/2]
 			survivors := names[tc.voters/2:]
 			acked := load.acked()
-			start := time.Now()
-			for _, m := range lost {
-				if err := f.DeletePod(f.Ctx, f.Namespace, m, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+			start := loseTogether(f, lost)
 			setReplicas(f, tc.name, tc.target)
 			waitAcked(f, load.gen, acked+20)
 			f.Record(fmt.Sprintf("quorum-recovery-serving-%d", tc.voters), since(start),
@@ -113,12 +108,7 @@ func TestQuorumLossNeedsApproval(t *testing.T) {
 	names := sortedKeys(before)
 	survivor, lost := names[0], names[1:]
 	waitApplied(f, survivor, "before-loss-099")
-	start := time.Now()
-	for _, m := range lost {
-		if err := f.DeletePod(f.Ctx, f.Namespace, m, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	start := loseTogether(f, lost)
 	waitCondition(f, name, etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, "QuorumLost", healTimeout)
 	f.Record("quorum-lost-guarded-reported", since(start), "2 of 3 Memory members lost → Degraded=True/QuorumLost, no automatic action")
 	holdWithoutRecovery(f, name, 15*time.Second)
@@ -154,6 +144,28 @@ func TestQuorumLossNeedsApproval(t *testing.T) {
 	if _, ok := ec2.Annotations[etcdv1alpha2.AnnotationApproveRecovery]; ok || ec2.Status.QuorumRecovery != nil {
 		t.Errorf("after recovery: approval %q, status.quorumRecovery %+v; want both cleared", ec2.Annotations[etcdv1alpha2.AnnotationApproveRecovery], ec2.Status.QuorumRecovery)
 	}
+}
+
+// loseTogether loses the Memory members at one instant: their etcd processes are stopped
+// (SIGSTOP) first, then their Pods deleted. Deleting the Pods one after the other would let the
+// operator replace the first while the rest still formed a quorum (an e2e run of the 4-voter
+// case did exactly that), and the scenario would test an ordinary replacement. It returns when
+// the first process stopped.
+func loseTogether(f *framework.Test, members []string) time.Time {
+	f.T.Helper()
+	signals := f.RequireContainerSignals()
+	start := time.Now()
+	for _, m := range members {
+		if err := signals.SignalContainer(f.Ctx, f.Namespace, m, "etcd", "SIGSTOP"); err != nil {
+			f.T.Fatal(err)
+		}
+	}
+	for _, m := range members {
+		if err := f.DeletePod(f.Ctx, f.Namespace, m, nil); err != nil {
+			f.T.Fatal(err)
+		}
+	}
+	return start
 }
 
 // requireRecoveryEvents checks that QuorumRecoveryStarted and QuorumRecoveryCompleted were
