@@ -43,6 +43,10 @@ type clusterMemory struct {
 	healthySeen map[uint64]time.Time
 	warned      map[warning]string
 	rolling     bool
+	// stranded is true while the last pass found no leader: the next pass asks the members
+	// about themselves first instead of waiting out a linearizable MemberList that cannot
+	// answer (docs/design/quorum-recovery.md).
+	stranded bool
 }
 
 func newMemory() *memory { return &memory{clusters: map[types.NamespacedName]*clusterMemory{}} }
@@ -126,6 +130,20 @@ func (m *memory) warnOnce(key types.NamespacedName, kind warning, value string) 
 	last, ok := c.warned[kind]
 	c.warned[kind] = value
 	return !ok || last != value
+}
+
+// wasStranded reports whether the last pass of key's cluster found no leader.
+func (m *memory) wasStranded(key types.NamespacedName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.of(key).stranded
+}
+
+// setStranded records whether this pass found no leader.
+func (m *memory) setStranded(key types.NamespacedName, stranded bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.of(key).stranded = stranded
 }
 
 // rearm forgets the last Warning of kind: the same value later is a new occurrence.

@@ -53,13 +53,18 @@ func (r *Reconciler) observeEtcd(ctx context.Context, o *observation) {
 		return
 	}
 	o.etcdClient = cli
+	if r.memory.wasStranded(o.key()) && r.stillStranded(ctx, o, cli, byMember) {
+		return
+	}
 	start := time.Now()
 	list, err := cli.MemberList(ctx)
 	if err != nil {
 		log.V(1).Info("MemberList failed", "reason", err.Error(), "took", time.Since(start))
 		r.observeStranded(ctx, o, cli, byMember)
+		r.memory.setStranded(o.key(), len(o.stranded.Survivors) > 0)
 		return
 	}
+	r.memory.setStranded(o.key(), false)
 	listTook := time.Since(start)
 	// etcd serves AlarmList through raft (a proposal the leader commits), so it takes as long as
 	// a write; it runs beside the Status calls instead of after them.

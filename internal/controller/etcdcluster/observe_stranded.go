@@ -72,6 +72,20 @@ func (r *Reconciler) observeStranded(ctx context.Context, o *observation, cli et
 	o.stranded = out
 }
 
+// stillStranded asks the members about themselves first when the last pass found no leader:
+// while none reports one, a linearizable MemberList would only wait out its timeout, and every
+// step of a recovery would pay it. It reports whether the pass is done with etcd.
+func (r *Reconciler) stillStranded(ctx context.Context, o *observation, cli etcdAPI, byMember map[string]string) bool {
+	r.observeStranded(ctx, o, cli, byMember)
+	for _, sv := range o.stranded.Survivors {
+		if sv.Status.Leader != 0 {
+			o.stranded = membership.Stranded{}
+			return false
+		}
+	}
+	return len(o.stranded.Survivors) > 0
+}
+
 func (r *Reconciler) strandedMember(ctx context.Context, cli etcdAPI, endpoint, podIP string) (membership.Survivor, bool) {
 	st, err := cli.Status(ctx, endpoint)
 	if err != nil || st.ID == 0 {
