@@ -80,7 +80,9 @@ func AllMembersLost(s *Scope) bool {
 		return true
 	}
 	for _, m := range s.Members {
-		if m.Dormant && !slices.ContainsFunc(s.PVCs, func(p PVC) bool { return p.Member == m.Name }) {
+		// A quorum recovery stops every member but its survivor, Memory ones too: theirs is
+		// data the recovery gives up on, not a lost cluster (docs/design/quorum-recovery.md).
+		if m.Dormant && s.Recovery == nil && !slices.ContainsFunc(s.PVCs, func(p PVC) bool { return p.Member == m.Name }) {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
@@ -29,7 +30,11 @@ func (x *executor) startRecovery(_ context.Context, a membership.Action) (step.R
 	r := a.Recovery.DeepCopy()
 	r.StartedAt = metav1.NewTime(x.obs.now)
 	x.effects.recovery = r
-	x.event(corev1.EventTypeNormal, eventQuorumRecoveryStarted, fmt.Sprintf("%s: %s", r.Mode, a.Message))
+	// A pass that reads the cluster before the last one's status patch reached the cache plans
+	// the same start again: one Event per recovery.
+	if x.memory.warnOnce(x.key(), noteRecoveryStarted, fmt.Sprintf("%s/%d", r.Member, r.Index)) {
+		x.event(corev1.EventTypeNormal, eventQuorumRecoveryStarted, fmt.Sprintf("%s: %s", r.Mode, a.Message))
+	}
 	return step.Requeue(nextStepDelay, string(a.Kind)), nil
 }
 
@@ -61,7 +66,7 @@ func (x *executor) forceNewCluster(ctx context.Context, a membership.Action) (st
 	if err := x.annotatePod(ctx, pod, a.ForceValue); err != nil {
 		return step.Result{}, err
 	}
-	x.event(corev1.EventTypeNormal, eventQuorumRecoveryStarted, "asked the guard of "+a.Member+" to restart etcd once with --force-new-cluster ("+a.ForceValue+")")
+	logf.FromContext(ctx).Info("Asked the data-dir guard for one start with --force-new-cluster", "member", a.Member, "request", a.ForceValue)
 	return step.Requeue(a.RequeueAfter, "forced"), nil
 }
 

@@ -20,6 +20,8 @@ const (
 	warnQuorumBlocked   warning = "QuorumGateBlocked"
 	warnVersionRejected warning = "VersionChangeRejected"
 	warnApprovalIgnored warning = "RecoveryApprovalIgnored"
+	// noteRecoveryStarted is a Normal Event kept to one per recovery the same way.
+	noteRecoveryStarted warning = "QuorumRecoveryStarted"
 )
 
 // memory is what this operator process remembers of each cluster between passes: when each etcd

@@ -216,3 +216,32 @@ func (c *Cluster) SetRaftIndex(i uint64) {
 	defer c.mu.Unlock()
 	c.raftIndex = i
 }
+
+// LogTail returns, for the running member serving clientURL, what the data-dir guard would read
+// from its WAL: its ID and the last entry (term 1, the cluster's raft index). False when no
+// running member serves it.
+func (c *Cluster) LogTail(clientURL string) (id, term, index uint64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.byEndpoint(clientURL)
+	if m == nil || !m.up {
+		return 0, 0, 0, false
+	}
+	return m.ID, 1, c.raftIndex, true
+}
+
+// ForceNewCluster plays etcd started with --force-new-cluster on member id: every other member
+// is dropped from the membership, id becomes the only voter and leads.
+func (c *Cluster) ForceNewCluster(id uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.find(id)
+	if m == nil || !m.up {
+		return fmt.Errorf("forcing a new cluster on %s: %w", etcdclient.FormatID(id), etcdclient.ErrMemberNotFound)
+	}
+	m.IsLearner = false
+	c.members = []*fakeMember{m}
+	c.raftIndex++
+	c.leader = id
+	return nil
+}

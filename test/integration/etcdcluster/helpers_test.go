@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -88,6 +89,10 @@ type world struct {
 	guardImage string
 	// held are the members whose Pods ran while etcd did not list them.
 	held map[string]bool
+	// forced are the Pods whose etcd the fake guard restarted with --force-new-cluster;
+	// clusterIDs are the cluster IDs the fake guards report, by cluster name.
+	forced     map[types.UID]bool
+	clusterIDs map[string]string
 }
 
 // etcdMembers is etcd's member list of cluster name: the fake's, or the real processes'.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,9 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient/etcdfake"
+	"github.com/etcd-operator/etcd-operator/internal/guard"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -347,7 +350,49 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *etc
 	if m.Spec.Bootstrap && c.Status.ClusterID == "" {
 		f.Seed(m.Name, peer, clientURL)
 	}
-	return w.podReadiness(ctx, pod, w.runEtcd(f, m.Name, peer, clientURL))
+	running := w.runEtcd(f, m.Name, peer, clientURL)
+	w.guardForces(f, pod)
+	return w.podReadiness(ctx, pod, running)
+}
+
+// guardForces plays the data-dir guard of quorum-loss recovery (docs/design/quorum-recovery.md):
+// once per Pod, the force-new-cluster annotation restarts the member's etcd with
+// --force-new-cluster when the value names this member.
+func (w *world) guardForces(f *etcdfake.Cluster, pod *corev1.Pod) {
+	value := pod.Annotations[etcdv1alpha2.AnnotationForceNewCluster]
+	parts := strings.Split(value, "/")
+	if len(parts) != 4 {
+		return
+	}
+	id, term, index, ok := f.LogTail(membership.ClientURL(pod.Status.PodIP, false))
+	if !ok || parts[1] != etcdclient.FormatID(id) || parts[2] != strconv.FormatUint(term, 10) || parts[3] != strconv.FormatUint(index, 10) {
+		return
+	}
+	w.mu.Lock()
+	if w.forced == nil {
+		w.forced = map[types.UID]bool{}
+	}
+	done := w.forced[pod.UID]
+	w.forced[pod.UID] = true
+	w.mu.Unlock()
+	if !done {
+		_ = f.ForceNewCluster(id)
+	}
+}
+
+// logTail is the log-tail reader of a fake world: the fake member serving the Pod IP, in the
+// cluster ID the operator latched.
+func (w *world) logTail(_ context.Context, podIP string) (guard.LogTailAnswer, error) {
+	w.mu.Lock()
+	fakes := maps.Clone(w.fakes)
+	clusterIDs := maps.Clone(w.clusterIDs)
+	w.mu.Unlock()
+	for name, f := range fakes {
+		if id, term, index, ok := f.LogTail(membership.ClientURL(podIP, false)); ok {
+			return guard.LogTailAnswer{MemberID: etcdclient.FormatID(id), ClusterID: clusterIDs[name], Term: term, Index: index}, nil
+		}
+	}
+	return guard.LogTailAnswer{}, fmt.Errorf("no member at %s", podIP)
 }
 
 // fakeSchedulerMessage is what the scheduler says of a Pod whose nodeSelector no node matches.
