@@ -333,7 +333,7 @@ func (c *Conn) Status(ctx context.Context, endpoint string) (Status, error) {
 		Errors:           append([]string(nil), resp.Errors...),
 	}
 	if resp.Header != nil {
-		st.ID = resp.Header.MemberId
+		st.ID, st.Revision = resp.Header.MemberId, resp.Header.Revision
 	}
 	return st, nil
 }
