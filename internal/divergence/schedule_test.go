@@ -24,7 +24,7 @@ func TestDue(t *testing.T) {
 		in   divergence.Input
 		want bool
 	}{
-		"first pass of this process":      {divergence.Schedule{}, in(nil), true},
+		"first pass of this process":       {divergence.Schedule{}, in(nil), true},
 		"within the interval":              {divergence.Schedule{Last: ago(4 * time.Minute)}, in(nil), false},
 		"interval passed":                  {divergence.Schedule{Last: ago(divergence.Interval)}, in(nil), true},
 		"shorter interval (tests)":         {divergence.Schedule{Last: ago(2 * time.Second)}, in(func(i *divergence.Input) { i.Interval = time.Second }), true},
