@@ -154,8 +154,3 @@ func (r Result) Message(name func(id uint64) string) string {
 	}
 	return ""
 }
-
-// MemberMessage is the Healthy message of a member the comparison named.
-func MemberMessage(rev int64) string {
-	return fmt.Sprintf("its keyspace hash differs from the majority at revision %d: its data diverged from its peers', so it is replaced", rev)
-}

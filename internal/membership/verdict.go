@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/etcd-operator/etcd-operator/internal/divergence"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/health"
 )
@@ -38,7 +37,7 @@ func (s *Scope) ClassifyFromEtcd() {
 			m.HealthyMessage = fmt.Sprintf("etcd raised a CORRUPT alarm for member %s: its data diverged from its peers'", e.IDHex())
 		case s.Etcd.Hash.Names(e.ID):
 			m.Unhealthy, m.HealthyReason = true, health.ReasonDataCorrupt
-			m.HealthyMessage = divergence.MemberMessage(s.Etcd.Hash.Revision)
+			m.HealthyMessage = health.HashDivergedMessage(s.Etcd.Hash.Revision)
 		}
 	}
 }
