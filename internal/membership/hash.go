@@ -21,6 +21,15 @@ func unattributedCleared(s *Scope) bool {
 	return s.Etcd.Hash.UnderAlarm && s.Etcd.Hash.Outcome == divergence.Consistent
 }
 
+// readyButForAlarm reports a member whose Pod runs and whose etcd answered Status, but which is
+// not Ready only because a CORRUPT alarm is active: etcd's /readyz (the readiness probe) fails
+// on every member while one is, so without this no voter would count healthy, the gate would
+// refuse to remove the corrupt member, and the alarm would never be disarmed
+// (docs/design/healing.md, "CORRUPT alarms"; found by TestPVCMemberKeyspaceDiverged).
+func (s *Scope) readyButForAlarm(m Member, answered bool) bool {
+	return answered && m.PodRunning && slices.ContainsFunc(s.Etcd.Alarms, func(a etcdclient.Alarm) bool { return a.Type == etcdclient.AlarmCorrupt })
+}
+
 // alarmSubject names the member a CORRUPT alarm is about in decisions and Events.
 func alarmSubject(id uint64) string {
 	if id == 0 {

@@ -107,6 +107,28 @@ func TestUnattributedCorruptAlarm(t *testing.T) {
 	if got.Kind != KindDisarmCorrupt || got.MemberID != 0 || !strings.Contains(got.Message, "member ID 0") {
 		t.Errorf("alarm 0, all equal under it: Next = %+v, want it disarmed", got)
 	}
+	// Under a CORRUPT alarm etcd's readiness probe fails on every member: a voter that answers
+	// Status still counts healthy for the gate, or the corrupt one could never be removed.
+	s = steady3()
+	s.Etcd.Alarms = alarm0
+	s.Etcd.Hash = divergence.Result{Outcome: divergence.Diverged, Revision: 40, Named: []uint64{3}, UnderAlarm: true}
+	for i := range s.Members {
+		s.Members[i].PodReady, s.Members[i].Ready = false, false
+	}
+	if got := Next(classify(s)); got.Kind != KindRemove || got.Member != "c" {
+		t.Errorf("alarm 0, every Pod unready, c named: Next = %+v, want c removed", got)
+	}
+	// Without the alarm, unready Pods count unhealthy as before.
+	s.Etcd.Alarms = nil
+	if got := Next(classify(s)); got.Kind == KindRemove {
+		t.Errorf("no alarm, every Pod unready: Next = %+v, want the gate to refuse", got)
+	}
+	s = steady3()
+	s.Members, s.PVCs = s.Members[:2], s.PVCs[:2]
+	s.Target = 2
+	s.Etcd = healthyEtcd(1, voter(1, "a"), voter(2, "b"))
+	s.Etcd.Alarms = alarm0
+	s.Etcd.Hash = divergence.Result{Outcome: divergence.Incomplete, Revision: 41, UnderAlarm: true}
 	// Incomplete under the alarm (a member did not answer): kept.
 	s.Etcd.Hash.Outcome = divergence.Incomplete
 	if got := Next(classify(s)); got.Kind == KindDisarmCorrupt {

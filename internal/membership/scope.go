@@ -353,7 +353,7 @@ func (s *Scope) voterHealth(e etcdclient.Member) quorum.Voter {
 	m, hasCR := s.MemberOf(e)
 	obs := quorum.Observation{
 		StatusAnswered: answered,
-		PodReady:       hasCR && m.PodReady,
+		PodReady:       hasCR && (m.PodReady || s.readyButForAlarm(m, answered)),
 		CorruptAlarm:   s.hasCorruptAlarm(e.ID) || s.Etcd.Hash.Names(e.ID),
 	}
 	return quorum.Voter{
