@@ -13,17 +13,17 @@ import (
 type Outcome string
 
 const (
-	// Consistent: every voter answered at the compared revision, from the same compaction, with
+	// Consistent means every voter answered at the compared revision, from the same compaction, with
 	// the same hash. Only this outcome lets an unattributed CORRUPT alarm be disarmed.
 	Consistent Outcome = "Consistent"
-	// Diverged: a strict majority of the voters agree on one hash and the voters of Result.Named
+	// Diverged means a strict majority of the voters agree on one hash and the voters of Result.Named
 	// answered comparably with another; those are the odd ones out.
 	Diverged Outcome = "Diverged"
-	// Undecided: comparable answers differ but no hash has a strict majority of the voters
+	// Undecided means comparable answers differ but no hash has a strict majority of the voters
 	// (two voters, a tie, or too few answers): nobody can tell which side is wrong, so the
 	// operator reports it and replaces nobody.
 	Undecided Outcome = "Undecided"
-	// Incomplete: nothing differs, but not every voter answered comparably (a member did not
+	// Incomplete means nothing differs, but not every voter answered comparably (a member did not
 	// answer, or answered from another compaction); the next comparison tells.
 	Incomplete Outcome = "Incomplete"
 )
