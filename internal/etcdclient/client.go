@@ -351,7 +351,7 @@ func (c *Conn) Status(ctx context.Context, endpoint string) (Status, error) {
 		Errors:           append([]string(nil), resp.Errors...),
 	}
 	if resp.Header != nil {
-		st.ID = resp.Header.MemberId
+		st.ID, st.Revision = resp.Header.MemberId, resp.Header.Revision
 	}
 	return st, nil
 }
@@ -370,11 +370,14 @@ func (c *Conn) AlarmList(ctx context.Context) ([]Alarm, error) {
 	return alarmsFromPB(resp.Alarms), nil
 }
 
-// AlarmDisarm implements Client. The alarm must name a member and a type: clientv3 would
-// treat a zero alarm as "disarm everything", which the operator never means.
+// AlarmDisarm implements Client. The alarm must name a type: clientv3 would treat an alarm
+// without one as "disarm everything", which the operator never means.
 func (c *Conn) AlarmDisarm(ctx context.Context, alarm Alarm) ([]Alarm, error) {
 	t := alarmTypeToPB(alarm.Type)
-	if alarm.MemberID == 0 || t == 0 {
+	// Only a request without a type is clientv3's "disarm every alarm"; member ID 0 with a type
+	// is the alarm etcd 3.5.7 and later raise when a hash mismatch names no member, and is
+	// disarmed like any other (docs/design/healing.md, "CORRUPT alarms").
+	if t == 0 {
 		return nil, &Error{Op: "AlarmDisarm", kind: ErrInvalidConfig, msg: fmt.Sprintf("alarm %q of member %s is not a specific alarm", alarm.Type, FormatID(alarm.MemberID))}
 	}
 	if err := c.closedErr("AlarmDisarm"); err != nil {

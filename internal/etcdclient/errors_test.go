@@ -169,4 +169,7 @@ func TestAlarmDisarmRefusesDisarmAll(t *testing.T) {
 	if _, err := c.AlarmDisarm(t.Context(), etcdclient.Alarm{}); !errors.Is(err, etcdclient.ErrInvalidConfig) {
 		t.Errorf("AlarmDisarm(zero): %v, want ErrInvalidConfig", err)
 	}
+	if _, err := c.AlarmDisarm(t.Context(), etcdclient.Alarm{MemberID: 7}); !errors.Is(err, etcdclient.ErrInvalidConfig) {
+		t.Errorf("AlarmDisarm(no type): %v, want ErrInvalidConfig", err)
+	}
 }

@@ -66,6 +66,10 @@ type Status struct {
 	RaftTerm uint64
 	// IsLearner is true when the member answered as a learner.
 	IsLearner bool
+	// Revision is the member's current key-value store revision (the response header's): the
+	// keyspace comparison picks a revision every member has from it
+	// (docs/design/healing.md, "Keyspace hash comparison").
+	Revision int64
 	// Errors are the alarm and health errors the member reports about itself.
 	Errors []string
 }

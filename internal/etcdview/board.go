@@ -26,6 +26,10 @@ type View struct {
 	Unreachable bool
 	// Lagging: the member's applied index is far behind the leader's.
 	Lagging bool
+	// HashDiffersAt: the keyspace hash comparison found the member's hash different from the
+	// majority's at this revision (docs/design/healing.md, "Keyspace hash comparison"); 0 when
+	// it did not.
+	HashDiffersAt int64
 }
 
 // eventBuffer bounds the notifications waiting for the EtcdMember controller. A full buffer

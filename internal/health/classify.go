@@ -83,6 +83,7 @@ var rules = []rule{
 	(*classifier).memoryDataLost,
 	(*classifier).removedFromCluster,
 	(*classifier).corruptAlarm,
+	(*classifier).hashDiverged,
 	(*classifier).classifiedExit,
 	(*classifier).terminatingOnLostNode,
 	(*classifier).pendingOnLostNode,

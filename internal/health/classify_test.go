@@ -133,6 +133,10 @@ func TestClassify(t *testing.T) {
 		// CORRUPT alarm.
 		{"§9 CORRUPT alarm naming the member", with(running(), func(o *health.Observation) { o.Etcd.CorruptAlarm = true }),
 			want{status: F, reason: health.ReasonDataCorrupt, action: health.ActionReplace, contains: []string{"CORRUPT", "disarmed"}}},
+		{"keyspace hash differs from the majority", with(running(), func(o *health.Observation) { o.Etcd.HashDiffersAt = 40 }),
+			want{status: F, reason: health.ReasonDataCorrupt, action: health.ActionReplace, contains: []string{"keyspace hash differs from the majority at revision 40"}}},
+		{"keyspace hash differs while the Pod is not Ready", with(crashing(running(), time.Minute, 1, exit(2, "Error", msgGenericPanic), nil), func(o *health.Observation) { o.Etcd.HashDiffersAt = 40 }),
+			want{status: F, reason: health.ReasonDataCorrupt, action: health.ActionReplace, contains: []string{"revision 40"}}},
 
 		// Unclassified crash loop.
 		{"§9 unclassified crash loop: not Ready for memberFailureGrace", crashing(running(), 3*time.Minute, 1, exit(2, "Error", msgGenericPanic), nil),

@@ -148,6 +148,9 @@ type EtcdView struct {
 	Unreachable bool
 	// Lagging says the member's applied index is behind the leader's.
 	Lagging bool
+	// HashDiffersAt is the revision at which the EtcdCluster controller's keyspace hash
+	// comparison found this member's hash different from the majority's; 0 when it did not.
+	HashDiffersAt int64
 }
 
 // Graces are the operator's timing flags that Classify uses (docs/design/timings.md, "Graces").

@@ -221,6 +221,7 @@ func degraded(in ConditionInput) metav1.Condition {
 	unschedulable := unschedulableMembers(s)
 	startFailed := rollHaltedBy(s)
 	unhealthy := unhealthyMembers(s)
+	hashReason, hashMessage := hashDegraded(s, unhealthy)
 	switch {
 	case AllMembersLost(s):
 		return t(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
@@ -248,6 +249,8 @@ func degraded(in ConditionInput) metav1.Condition {
 		return t(ReasonMemberUnschedulable, strings.Join(unschedulable, "; "))
 	case len(awaitingReadoption(s)) > 0:
 		return t(ReasonMembersUnhealthy, "lost their EtcdMember, being re-adopted from their PVCs: "+strings.Join(awaitingReadoption(s), ", "))
+	case hashReason != "":
+		return t(hashReason, hashMessage)
 	case len(unhealthy) > 0:
 		return t(ReasonMembersUnhealthy, "not healthy: "+strings.Join(unhealthy, ", "))
 	case s.Target == 0:

@@ -113,7 +113,7 @@ func disarmRemovedCorrupt(s *Scope) (Action, bool) {
 		return Action{}, false
 	}
 	return Action{Kind: KindDisarmCorrupt, MemberID: alarms[0].MemberID, Reason: ReasonReplacingMember,
-		Message: fmt.Sprintf("disarming the CORRUPT alarm of removed member %s", etcdclient.FormatID(alarms[0].MemberID))}, true
+		Message: "disarming the CORRUPT alarm " + alarmSubject(alarms[0].MemberID)}, true
 }
 
 // deleteOrphanPVC deletes the PVC of a member that is gone from Kubernetes and from etcd.

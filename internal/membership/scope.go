@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/divergence"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
 )
@@ -183,6 +184,9 @@ type Etcd struct {
 	// HealthySeen is when the operator last saw each voter count as healthy, in an earlier
 	// pass; no entry when it never did.
 	HealthySeen map[uint64]time.Time
+	// Hash is the latest comparison of the voters' keyspace hashes (docs/design/healing.md,
+	// "Keyspace hash comparison"); the zero Result before the first.
+	Hash divergence.Result
 }
 
 // Scope is everything one pass observed about one cluster.
@@ -358,8 +362,8 @@ func (s *Scope) voterHealth(e etcdclient.Member) quorum.Voter {
 	m, hasCR := s.MemberOf(e)
 	obs := quorum.Observation{
 		StatusAnswered: answered,
-		PodReady:       hasCR && m.PodReady,
-		CorruptAlarm:   s.hasCorruptAlarm(e.ID),
+		PodReady:       hasCR && (m.PodReady || s.readyButForAlarm(m, answered)),
+		CorruptAlarm:   s.hasCorruptAlarm(e.ID) || s.Etcd.Hash.Names(e.ID),
 	}
 	return quorum.Voter{
 		Name:   s.DisplayName(e),

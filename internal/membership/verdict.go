@@ -11,7 +11,8 @@ import (
 
 // ClassifyFromEtcd adds the verdicts only etcd's view can give (docs/design/healing.md) to members the
 // member controller reports healthy: a member someone else removed from etcd
-// (RemovedFromCluster) and a member a CORRUPT alarm names (DataCorrupt). The member controller
+// (RemovedFromCluster) and a member a CORRUPT alarm or the keyspace hash comparison names
+// (DataCorrupt). The member controller
 // does not read etcd on every pass, and asking it to would cost every idle resync a MemberList
 // per member; the cluster controller reads the member list and the alarms anyway. The verdict
 // is carried like the member's own Healthy=False, so status (brokenMembers, Degraded) and
@@ -34,6 +35,9 @@ func (s *Scope) ClassifyFromEtcd() {
 		case s.hasCorruptAlarm(e.ID):
 			m.Unhealthy, m.HealthyReason = true, health.ReasonDataCorrupt
 			m.HealthyMessage = fmt.Sprintf("etcd raised a CORRUPT alarm for member %s: its data diverged from its peers'", e.IDHex())
+		case s.Etcd.Hash.Names(e.ID):
+			m.Unhealthy, m.HealthyReason = true, health.ReasonDataCorrupt
+			m.HealthyMessage = health.HashDivergedMessage(s.Etcd.Hash.Revision)
 		}
 	}
 }
@@ -55,11 +59,13 @@ func (s *Scope) etcdMemberByIdentity(m Member) (etcdclient.Member, bool) {
 
 // corruptAlarmsToDisarm are CORRUPT alarms naming members that are no longer in etcd: the
 // member was replaced, and the alarm (which makes etcd refuse writes cluster-wide) has nothing
-// left to protect.
+// left to protect. An alarm with member ID 0 names nobody (etcd 3.5.7 and later raise it so):
+// it goes only once a comparison made under it found every voter's keyspace hash equal
+// (unattributedCleared, docs/design/healing.md, "Keyspace hash comparison").
 func corruptAlarmsToDisarm(s *Scope) []etcdclient.Alarm {
 	var out []etcdclient.Alarm
 	for _, a := range s.Etcd.Alarms {
-		if a.Type != etcdclient.AlarmCorrupt {
+		if a.Type != etcdclient.AlarmCorrupt || (a.MemberID == 0 && !unattributedCleared(s)) {
 			continue
 		}
 		if slices.ContainsFunc(s.Etcd.Members, func(e etcdclient.Member) bool { return e.ID == a.MemberID }) {
@@ -81,6 +87,9 @@ const LagThreshold = RollMaxLag
 type EndpointView struct {
 	Unreachable bool
 	Lagging     bool
+	// HashDiffersAt is the revision at which the keyspace hash comparison found the member's
+	// hash different from the majority's; 0 when it did not.
+	HashDiffersAt int64
 }
 
 // EndpointViews are the views of the running members whose Pods are Ready and whose etcd member
@@ -103,6 +112,11 @@ func EndpointViews(s *Scope) map[string]EndpointView {
 			out[m.Name] = EndpointView{Unreachable: true}
 		case leaderAnswered && leader.RaftAppliedIndex > st.RaftAppliedIndex+LagThreshold:
 			out[m.Name] = EndpointView{Lagging: true}
+		}
+		if s.Etcd.Hash.Names(e.ID) {
+			v := out[m.Name]
+			v.HashDiffersAt = s.Etcd.Hash.Revision
+			out[m.Name] = v
 		}
 	}
 	return out

@@ -50,8 +50,8 @@ const (
 	errorBackoffMax  = 5 * time.Minute
 )
 
-// etcdAPI lists the etcd calls this controller makes: membership, leadership, health and
-// alarms. The EtcdCluster controller is the only one whose interface has membership calls.
+// etcdAPI lists the etcd calls this controller makes: membership, leadership, health, keyspace
+// hashes and alarms. The EtcdCluster controller is the only one whose interface has membership calls.
 type etcdAPI interface {
 	MemberList(ctx context.Context) ([]etcdclient.Member, error)
 	LocalMemberList(ctx context.Context, endpoint string) ([]etcdclient.Member, error)
@@ -60,6 +60,7 @@ type etcdAPI interface {
 	MemberRemove(ctx context.Context, id uint64) ([]etcdclient.Member, error)
 	MoveLeader(ctx context.Context, to uint64) error
 	Status(ctx context.Context, endpoint string) (etcdclient.Status, error)
+	HashKV(ctx context.Context, endpoint string, rev int64) (etcdclient.HashKV, error)
 	AlarmList(ctx context.Context) ([]etcdclient.Alarm, error)
 	AlarmDisarm(ctx context.Context, alarm etcdclient.Alarm) ([]etcdclient.Alarm, error)
 }
@@ -84,6 +85,8 @@ type Reconciler struct {
 	certManager CertManagerProbe
 	// jitter returns the resync interval; tests pin it.
 	jitter func(time.Duration) time.Duration
+	// hashes remembers each cluster's keyspace hash comparisons (observe_hash.go).
+	hashes *hashChecks
 	// views receives what each pass saw of every member's endpoint, for the EtcdMember
 	// controller's Healthy; nil publishes nothing.
 	views *etcdview.Board
@@ -165,6 +168,7 @@ func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder
 		clock:   clock.RealClock{},
 		jitter:  defaultJitter,
 		memory:  newMemory(),
+		hashes:  newHashChecks(),
 		logTail: httpLogTail,
 	}
 	if pool != nil {
@@ -253,7 +257,8 @@ func deadlineChanged() predicate.Predicate {
 //     under reclaimPolicy Delete, PVCs). Annotation adoption-in-progress → stop without a write.
 //  2. Observe, once: EtcdMembers, Pods, PVCs, StorageClasses (only while a PVC is smaller than
 //     the latched size), the TLS material spec.tls asks for that is missing, and etcd's view
-//     (MemberList, Status of every member endpoint, alarms, leader). A failed read ends the
+//     (MemberList, Status of every member endpoint, alarms, leader), and, when due, the voters'
+//     keyspace hashes (observe_hash.go). A failed read ends the
 //     pass with its error and no status write: nothing honest could be written.
 //  3. Plan, in pure code (membership.PlanPass over the observation's scope): the lock's
 //     decision on the target (including the version rules), the writes that disrupt nothing
@@ -320,6 +325,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 		_ = r.etcd.Forget(key.String()) // closing an idle client cannot fail in a way worth retrying
 	}
 	r.memory.forget(key)
+	r.hashes.forget(key)
 	if r.views != nil {
 		r.views.Forget(key)
 	}

@@ -16,8 +16,9 @@ import (
 const eventAlarmDisarmed = "AlarmDisarmed"
 
 // disarmCorrupt disarms the CORRUPT alarm of a member the replacement removed from etcd. The
-// planner asks only once etcd no longer lists the member, so the alarm protects nothing; left
-// armed it would keep the whole cluster refusing writes.
+// planner asks only once etcd no longer lists the member (or, for an alarm with member ID 0,
+// once a keyspace hash comparison under it found every voter equal), so the alarm protects
+// nothing; left armed it would keep the whole cluster refusing writes.
 func (x *executor) disarmCorrupt(ctx context.Context, a membership.Action) (step.Result, error) {
 	cli, err := x.etcd()
 	if err != nil {
@@ -29,6 +30,11 @@ func (x *executor) disarmCorrupt(ctx context.Context, a membership.Action) (step
 			membership.MembershipPoll, etcdclient.ErrNoLeader, etcdclient.ErrTimeout)
 	}
 	failpoint.Inject(ctx, failpoint.AlarmDisarmed)
-	x.event(corev1.EventTypeNormal, eventAlarmDisarmed, fmt.Sprintf("disarmed the CORRUPT alarm of removed member %s", etcdclient.FormatID(a.MemberID)))
+	subject := "of removed member " + etcdclient.FormatID(a.MemberID)
+	if a.MemberID == 0 {
+		// docs/design/healing.md, "Keyspace hash comparison": an alarm that names no member.
+		subject = "with member ID 0: the keyspace hash comparison found every voter equal"
+	}
+	x.event(corev1.EventTypeNormal, eventAlarmDisarmed, "disarmed the CORRUPT alarm "+subject)
 	return step.Continue, nil
 }

@@ -116,6 +116,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 		return nil, err
 	}
 	r.observeEtcd(ctx, o)
+	r.observeHashes(ctx, o)
 	o.rolling = r.memory.rolling(o.key())
 	return o, nil
 }

@@ -123,7 +123,7 @@ func (x *executor) publishEndpointViews(s *membership.Scope) {
 	}
 	views := map[string]etcdview.View{}
 	for name, v := range membership.EndpointViews(s) {
-		views[name] = etcdview.View{Unreachable: v.Unreachable, Lagging: v.Lagging}
+		views[name] = etcdview.View{Unreachable: v.Unreachable, Lagging: v.Lagging, HashDiffersAt: v.HashDiffersAt}
 	}
 	x.views.Publish(x.key(), views)
 }

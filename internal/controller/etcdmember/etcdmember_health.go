@@ -69,7 +69,7 @@ func observe(in statusInput, now time.Time) health.Observation {
 		Dormant:        m.Spec.Dormant,
 		RecordedPodUID: m.Status.PodUID,
 		PVNode:         in.pvNode,
-		Etcd:           health.EtcdView{Unreachable: in.endpoint.Unreachable, Lagging: in.endpoint.Lagging},
+		Etcd:           health.EtcdView{Unreachable: in.endpoint.Unreachable, Lagging: in.endpoint.Lagging, HashDiffersAt: in.endpoint.HashDiffersAt},
 	}
 	if in.pod == nil {
 		return obs

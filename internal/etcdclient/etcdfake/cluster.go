@@ -344,6 +344,7 @@ func (c *Cluster) Status(_ context.Context, endpoint string) (etcdclient.Status,
 		RaftAppliedIndex: idx,
 		RaftTerm:         2,
 		IsLearner:        m.IsLearner,
+		Revision:         c.revision,
 	}, nil
 }
 

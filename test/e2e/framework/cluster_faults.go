@@ -3,6 +3,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,24 +104,9 @@ const corruptBytes = 8192
 // named "db" (etcd's member/snap/db) under the volume mounted at mountPath. The running etcd
 // keeps its open mapping; the damage shows at the member's next start.
 func (v *volumeFaults) CorruptDataDir(ctx context.Context, namespace, pod, mountPath string) error {
-	dir, err := v.volumeDir(ctx, namespace, pod, mountPath)
+	db, err := v.dbFile(ctx, namespace, pod, mountPath)
 	if err != nil {
-		return err
-	}
-	db := ""
-	errFound := errors.New("found")
-	walkErr := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == "db" {
-			db = path
-			return errFound
-		}
-		return err
-	})
-	if walkErr != nil && !errors.Is(walkErr, errFound) {
-		return fmt.Errorf("corrupting %s/%s: searching %s: %w", namespace, pod, dir, walkErr)
-	}
-	if db == "" {
-		return fmt.Errorf("corrupting %s/%s: no etcd db file under %s", namespace, pod, dir)
+		return fmt.Errorf("corrupting %s/%s: %w", namespace, pod, err)
 	}
 	f, err := os.OpenFile(db, os.O_WRONLY, 0)
 	if err != nil {
@@ -141,6 +127,72 @@ func (v *volumeFaults) CorruptDataDir(ctx context.Context, namespace, pod, mount
 		return fmt.Errorf("corrupting %s: %w", db, err)
 	}
 	return nil
+}
+
+// RewriteDataDir implements DataDirFaults.
+func (v *volumeFaults) RewriteDataDir(ctx context.Context, namespace, pod, mountPath string, old, repl []byte) (int, error) {
+	if len(old) != len(repl) || len(old) == 0 {
+		return 0, fmt.Errorf("rewriting %s/%s: %q and %q differ in length", namespace, pod, old, repl)
+	}
+	db, err := v.dbFile(ctx, namespace, pod, mountPath)
+	if err != nil {
+		return 0, fmt.Errorf("rewriting %s/%s: %w", namespace, pod, err)
+	}
+	data, err := os.ReadFile(db)
+	if err != nil {
+		return 0, fmt.Errorf("rewriting %s: %w", db, err)
+	}
+	f, err := os.OpenFile(db, os.O_WRONLY, 0)
+	if err != nil {
+		return 0, fmt.Errorf("rewriting %s: %w", db, err)
+	}
+	n := 0
+	for off := 0; ; {
+		i := bytes.Index(data[off:], old)
+		if i < 0 {
+			break
+		}
+		if _, err = f.WriteAt(repl, int64(off+i)); err != nil {
+			break
+		}
+		n++
+		off += i + len(old)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("rewriting %s: %w", db, err)
+	}
+	return n, nil
+}
+
+// dbFile finds the first file named "db" (etcd's member/snap/db) under the volume the Pod
+// mounts at mountPath.
+func (v *volumeFaults) dbFile(ctx context.Context, namespace, pod, mountPath string) (string, error) {
+	dir, err := v.volumeDir(ctx, namespace, pod, mountPath)
+	if err != nil {
+		return "", err
+	}
+	db := ""
+	errFound := errors.New("found")
+	walkErr := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "db" {
+			db = path
+			return errFound
+		}
+		return err
+	})
+	if walkErr != nil && !errors.Is(walkErr, errFound) {
+		return "", fmt.Errorf("searching %s: %w", dir, walkErr)
+	}
+	if db == "" {
+		return "", fmt.Errorf("no etcd db file under %s", dir)
+	}
+	return db, nil
 }
 
 // volumeDir finds the host folder of the PVC that the Pod mounts at mountPath.

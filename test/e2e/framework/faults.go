@@ -32,6 +32,12 @@ type DataDirFaults interface {
 	// CorruptDataDir overwrites bytes of the etcd database file under mountPath so that etcd
 	// detects corruption on start or in its hash checks.
 	CorruptDataDir(ctx context.Context, namespace, pod, mountPath string) error
+	// RewriteDataDir overwrites, in place, every occurrence of old in the etcd database file
+	// under mountPath with repl (of the same length) and reports how many it rewrote. A running
+	// etcd maps the file shared and sees the new bytes at once: its keyspace diverges from its
+	// peers' while it keeps serving, and no check of etcd's own notices until a restart or a
+	// compaction.
+	RewriteDataDir(ctx context.Context, namespace, pod, mountPath string, old, repl []byte) (int, error)
 }
 
 // ClusterRecords are the cluster tool's records of what happens in the cluster, read from

@@ -1,0 +1,134 @@
+//go:build e2e
+
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+	"github.com/etcd-operator/etcd-operator/test/utils/etcdconn"
+)
+
+// The canary values whose stored bytes the keyspace-divergence scenario rewrites in one member's
+// bbolt file (same length, so bbolt's pages stay well-formed and etcd keeps serving).
+const (
+	hashCanary         = "hash-canary-value"
+	hashCanaryDiverged = "HASH-CANARY-VALUE"
+	hashCanaryKeys     = 20
+)
+
+// TestPVCMemberKeyspaceDiverged makes one member's keyspace diverge behind the operator's and
+// etcd's backs (issue #15, "CORRUPT found by hash"): under write traffic, the stored values of 20
+// canary keys are rewritten in place in the member's bbolt file on its node while it runs, so
+// it keeps serving other data than its peers and none of etcd's own checks notices (the initial
+// check runs at start, the compaction check after a compaction). A CORRUPT alarm with member ID
+// 0 is then raised, as etcd 3.5.7 and later raise it when a hash mismatch names no member: the
+// operator must compare HashKV at its next pass, name the member (DataCorrupt, and a
+// KeyspaceDiverged Warning naming the revision), replace it through the quorum gate, and
+// disarm the alarm once a comparison finds every voter equal. End state: 3 voters, every
+// acknowledged write present, the canary values intact on every member. Records
+// pvc-diverged-heal (alarm → converged).
+func TestPVCMemberKeyspaceDiverged(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t)
+	dataDirs := f.RequireDataDirFaults()
+	requireOperator(f)
+	const name = "diverged"
+	r := startHeal(f, newCluster(f, name, 3))
+	victim := pickMember(f, name, pickLastJoiner)
+	moveLeaderAway(f, name, victim)
+	cli, _ := dialVoters(f, name)
+	for i := range hashCanaryKeys {
+		if _, err := cli.Put(f.Ctx, canaryKey(i), canaryValue(i)); err != nil {
+			t.Fatalf("writing canary key %d: %v", i, err)
+		}
+	}
+	// etcd commits its backend every 100 ms: poll until the values are in the file.
+	err := f.Poll("the canary values rewritten in "+victim+"'s bbolt file", time.Minute, func(ctx context.Context) (bool, string, error) {
+		n, err := dataDirs.RewriteDataDir(ctx, f.Namespace, victim, desired.DataMountPath, []byte(hashCanary), []byte(hashCanaryDiverged))
+		return n > 0, fmt.Sprintf("%d occurrences rewritten", n), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: 0, Alarm: pb.AlarmType_CORRUPT}
+	if _, err := pb.NewMaintenanceClient(cli.ActiveConnection()).Alarm(f.Ctx, alarm); err != nil {
+		t.Fatalf("raising a CORRUPT alarm with member ID 0: %v", err)
+	}
+	waitReplaced(f, name, victim, healTimeout)
+	f.Record("pvc-diverged-heal", since(start), "PVC member's keyspace diverged (values rewritten in its bbolt file), CORRUPT alarm with member ID 0 → named by HashKV comparison → replaced, converged with 3 voters")
+	waitAlarmsCleared(f, name)
+	f.Record("pvc-diverged-alarm-disarmed", since(start), "the CORRUPT alarm with member ID 0 disarmed after the replacement (a comparison under it found every voter equal)")
+
+	// The removal follows the naming in the same pass, so the member controller may not get to
+	// write Healthy=False first; the removal-reason and the Event are the durable record.
+	r.hist.requireRemovalReason(f, victim, health.ReasonDataCorrupt)
+	requireHashEvent(f, victim)
+	r.finishReplaced(f, "PVC member's keyspace diverged and the member replaced", victim)
+	requireCanaries(f, name)
+}
+
+func canaryKey(i int) string   { return fmt.Sprintf("hash-canary/%02d", i) }
+func canaryValue(i int) string { return fmt.Sprintf("%s-%02d", hashCanary, i) }
+
+// waitAlarmsCleared waits until etcd lists no alarm.
+func waitAlarmsCleared(f *framework.Test, name string) {
+	f.T.Helper()
+	cli, _ := dialVoters(f, name)
+	err := f.Poll("no etcd alarm", healTimeout, func(ctx context.Context) (bool, string, error) {
+		resp, err := cli.AlarmList(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return len(resp.Alarms) == 0, fmt.Sprint(resp.Alarms), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// requireHashEvent asserts a KeyspaceDiverged Warning naming the member and the revision.
+func requireHashEvent(f *framework.Test, member string) {
+	f.T.Helper()
+	evs, err := f.Kube.EventsV1().Events(f.Namespace).List(f.Ctx, metav1.ListOptions{FieldSelector: "reason=KeyspaceDiverged"})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if strings.Contains(e.Note, member) && strings.Contains(e.Note, "differs from the majority at revision") {
+			f.T.Logf("KeyspaceDiverged: %s", e.Note)
+			return
+		}
+	}
+	f.T.Errorf("no KeyspaceDiverged Event naming %s among %d", member, len(evs.Items))
+}
+
+// requireCanaries asserts that every voter serves every canary key with the value written.
+func requireCanaries(f *framework.Test, name string) {
+	f.T.Helper()
+	_, eps := dialVoters(f, name)
+	for _, ep := range eps {
+		c, err := etcdconn.New(f.Ctx, etcdconn.Options{Endpoints: []string{ep}})
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		for i := range hashCanaryKeys {
+			resp, err := c.Get(f.Ctx, canaryKey(i))
+			if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != canaryValue(i) {
+				f.T.Errorf("%s serves %s as %v (%v), want %s", ep, canaryKey(i), resp, err, canaryValue(i))
+			}
+		}
+	}
+}
