@@ -32,6 +32,9 @@ type DataDirFaults interface {
 	// CorruptDataDir overwrites bytes of the etcd database file under mountPath so that etcd
 	// detects corruption on start or in its hash checks.
 	CorruptDataDir(ctx context.Context, namespace, pod, mountPath string) error
+	// DamageDataDir calls damage with the folder, on this host, of the volume mounted at
+	// mountPath, for damage of the test's own making.
+	DamageDataDir(ctx context.Context, namespace, pod, mountPath string, damage func(dir string) error) error
 }
 
 // ClusterRecords are the cluster tool's records of what happens in the cluster, read from
