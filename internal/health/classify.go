@@ -401,7 +401,7 @@ func (c *classifier) startFailed() (Result, bool) {
 // CrashLoopWindow.
 func (c *classifier) crashLoop() (Result, bool) {
 	p := c.obs.Pod
-	if !failing(p) || !(p.WasReadyWithTemplate || p.RanTemplate) {
+	if !failing(p) || (!p.WasReadyWithTemplate && !p.RanTemplate) {
 		return Result{}, false
 	}
 	f := c.obs.FirstFailure

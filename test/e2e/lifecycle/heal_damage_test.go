@@ -163,17 +163,12 @@ func watchFirstFailedStart(f *framework.Test, member string, old types.UID) func
 		for ctx.Err() == nil {
 			p := &corev1.Pod{}
 			if err := kc(f).Get(ctx, types.NamespacedName{Namespace: f.Namespace, Name: member}, p); err == nil && p.UID != old {
-				for _, cs := range p.Status.ContainerStatuses {
-					for _, term := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-						if cs.Name != desired.ContainerName || term == nil {
-							continue
-						}
-						mu.Lock()
-						if first.IsZero() || term.FinishedAt.Time.Before(first) {
-							first = term.FinishedAt.Time
-						}
-						mu.Unlock()
+				if at := earliestTermination(p); !at.IsZero() {
+					mu.Lock()
+					if first.IsZero() || at.Before(first) {
+						first = at
 					}
+					mu.Unlock()
 				}
 			}
 			select {
@@ -189,6 +184,23 @@ func watchFirstFailedStart(f *framework.Test, member string, old types.UID) func
 		defer mu.Unlock()
 		return first
 	}
+}
+
+// earliestTermination is when the Pod's etcd container terminated, the earlier of its current
+// and its last state; zero when neither is a termination.
+func earliestTermination(p *corev1.Pod) time.Time {
+	var at time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != desired.ContainerName {
+			continue
+		}
+		for _, term := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if term != nil && (at.IsZero() || term.FinishedAt.Time.Before(at)) {
+				at = term.FinishedAt.Time
+			}
+		}
+	}
+	return at
 }
 
 // memberDir finds etcd's "member" folder in a data volume: at its root, or one folder below
