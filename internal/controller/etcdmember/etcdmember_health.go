@@ -173,12 +173,16 @@ func previousTermination(pod *corev1.Pod, m *etcdv1alpha2.EtcdMember, minor, clu
 // is Ready, so a Ready condition that turned False after this Pod started was True with it.
 // The condition is False from the start for a Pod that never became Ready, and for a learner
 // (learners are never Ready), so a learner's failure counts as a start failure, not a crash
-// loop.
+// loop. A Ready condition still True for this same Pod (status.podUID) is the first pass to
+// see it not Ready: it was Ready, which the damaged-data rule, for Pods never Ready, must know.
 func wasReady(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
 	if podstate.ReadyCondition(pod) {
 		return true
 	}
 	r := readyConditionOf(m)
+	if r != nil && r.Status == metav1.ConditionTrue {
+		return m.Status.PodUID == string(pod.UID)
+	}
 	return r != nil && r.Status == metav1.ConditionFalse && pod.Status.StartTime != nil &&
 		r.LastTransitionTime.After(pod.Status.StartTime.Time)
 }

@@ -36,6 +36,13 @@ func TestMemberHealthDamagedData(t *testing.T) {
 			wantStatus: metav1.ConditionFalse, wantReason: health.ReasonDataCorrupt,
 			wantMsg: []string{"2 starts", "template it ran before", "damaged", "pattern panic"},
 		},
+		// The pass that first sees a Pod the member was Ready in not Ready still has Ready=True
+		// for it: that Pod was Ready, its exits are a crash loop's, not damaged data's.
+		"the first pass over a Pod that was Ready": {
+			in: statusInput{member: member(currentTemplate, withID("a1", true), reported, readyWith("h1"), recordedPod("pod-2"),
+				readyState(metav1.ConditionTrue, ReasonPodReady, healthNow.Add(-time.Hour))), pod: recreated(1)},
+			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy,
+		},
 		"first failed start": {
 			in:         statusInput{member: member(currentTemplate, withID("a1", true), reported, readyWith("h1"), notReadySince), pod: recreated(0)},
 			wantStatus: metav1.ConditionTrue, wantReason: health.ReasonHealthy,
