@@ -167,6 +167,13 @@ type EtcdMemberStatus struct {
 	// +optional
 	RestartBaseline *RestartBaseline `json:"restartBaseline,omitempty"`
 
+	// readyTemplateHash is the template hash of the last Pod the member was Ready in. A Pod
+	// recreated with that template whose etcd then fails at every start tells of damaged data
+	// (the member is replaced); a Pod with another template that never starts is a start
+	// failure (a rolling update halts).
+	// +optional
+	ReadyTemplateHash string `json:"readyTemplateHash,omitempty"`
+
 	// conditions are Ready, Healthy, Updated and VersionDrifted.
 	// +listType=map
 	// +listMapKey=type

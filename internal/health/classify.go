@@ -91,6 +91,7 @@ var rules = []rule{
 	(*classifier).podMissing,
 	(*classifier).unschedulable,
 	(*classifier).oomKilled,
+	(*classifier).damagedData,
 	(*classifier).startFailed,
 	(*classifier).crashLoop,
 	(*classifier).unreachable,
@@ -339,12 +340,51 @@ func (c *classifier) oomKilled() (Result, bool) {
 	return r, true
 }
 
+// damagedData: a PVC member that ran on its data dir before, whose Pod was recreated with the
+// template it ran (not rolled to a new one), and whose etcd has failed at every start in this
+// Pod, at least twice, never Ready. Nothing but the data dir differs from when it ran, so the
+// data is taken as damaged, whatever etcd printed (docs/design/healing.md, "Damaged data"): the
+// known corruption patterns are only some of the ways damaged files make etcd fail. Two
+// exceptions are not the data's fault: etcd saying its flags are wrong (Misconfigured), and a
+// kill by a signal (a liveness probe, the kubelet), which says nothing about why etcd did not
+// come up.
+func (c *classifier) damagedData() (Result, bool) {
+	p := c.obs.Pod
+	if c.obs.Memory || !c.obs.DataExpected || !failing(p) || p.WasReadyWithTemplate || !p.RanTemplate || !p.TemplateCurrent {
+		return Result{}, false
+	}
+	k := p.Container
+	// The first start of a Pod's container counts 0 restarts: two failed starts are a restart
+	// count of 1 or more with the container down again.
+	if k.Running || k.LastTermination == nil || k.RestartCount < 1 || killed(k.LastTermination) ||
+		c.fatal.Class == ClassMisconfigured || c.misconfigured(k.PreviousTermination) {
+		return Result{}, false
+	}
+	reason := ReasonDataCorrupt
+	if c.fatal.Class.Replaceable() {
+		reason = string(c.fatal.Class)
+	}
+	msg := fmt.Sprintf("etcd failed at each of %d starts since its Pod was recreated with the template it ran before, on the data dir it wrote%s; the data is taken as damaged and the member is replaced",
+		k.RestartCount+1, c.exitNote())
+	return unhealthy(reason, msg, ActionReplace), true
+}
+
+// killed reports a termination by a signal (exit code 128+n, as container runtimes report it).
+func killed(t *Termination) bool {
+	return t.ExitCode >= 128
+}
+
+// misconfigured reports a termination whose message says etcd's flags are wrong.
+func (c *classifier) misconfigured(t *Termination) bool {
+	return t != nil && ClassifyTermination(c.obs.Minor, c.obs.ClusterID, t.Message).Class == ClassMisconfigured
+}
+
 // startFailed: a Pod with a new template that has never been Ready within memberStartGrace.
 // A roll halts rather than replacing: a replacement would run the same template. The cluster
 // controller replaces a new member whose etcd never started, after a back-off.
 func (c *classifier) startFailed() (Result, bool) {
 	p := c.obs.Pod
-	if !failing(p) || p.WasReadyWithTemplate || !p.TemplateCurrent || p.AwaitingMembership {
+	if !failing(p) || p.WasReadyWithTemplate || p.RanTemplate || !p.TemplateCurrent || p.AwaitingMembership {
 		return Result{}, false
 	}
 	if !c.elapsed(p.CreatedAt, c.g.MemberStart) {
@@ -357,11 +397,12 @@ func (c *classifier) startFailed() (Result, bool) {
 	return r, true
 }
 
-// crashLoop: a member that was Ready with its current template and is not Ready for
-// memberFailureGrace, or restarted CrashLoopRestarts times within CrashLoopWindow.
+// crashLoop: a member that was Ready with its current template, in this Pod or an earlier one,
+// and is not Ready for memberFailureGrace, or restarted CrashLoopRestarts times within
+// CrashLoopWindow.
 func (c *classifier) crashLoop() (Result, bool) {
 	p := c.obs.Pod
-	if !failing(p) || !p.WasReadyWithTemplate {
+	if !failing(p) || (!p.WasReadyWithTemplate && !p.RanTemplate) {
 		return Result{}, false
 	}
 	f := c.obs.FirstFailure

@@ -25,6 +25,10 @@ type Observation struct {
 	// Memory says the member's data dir is an emptyDir with medium Memory (tmpfs): its data
 	// lives and dies with the Pod.
 	Memory bool
+	// DataExpected says the member ran with its data dir before (desired.DataExpected: it has
+	// an etcd member ID and reported a version, or is a voter): a start that fails on that data
+	// dir fails on data the member wrote.
+	DataExpected bool
 	// Dormant says the member is paused (spec.dormant): it has no Pod by design.
 	Dormant bool
 	// RecordedPodUID is status.podUID: the UID of the last Pod the member ran in, empty if it
@@ -78,9 +82,14 @@ type Pod struct {
 	SchedulingMessage string
 	// TemplateCurrent says the Pod runs the member's authorised template (Updated=True).
 	TemplateCurrent bool
-	// WasReadyWithTemplate says the member has been Ready before while running its current
-	// template: only then is a failure a crash loop rather than a start failure.
+	// WasReadyWithTemplate says the member has been Ready in this Pod while running its
+	// current template: only then, or with RanTemplate, is a failure a crash loop rather than a
+	// start failure.
 	WasReadyWithTemplate bool
+	// RanTemplate says the member was Ready in an earlier Pod with the template this Pod runs
+	// (status.readyTemplateHash): the Pod was recreated, not rolled to a new template, so a
+	// failure to start is not the template's fault.
+	RanTemplate bool
 	// AwaitingMembership says the Pod's guard holds etcd until the member is added to etcd (a
 	// staged join, docs/design/membership-flows.md), and the member has not been added yet: not
 	// being Ready is then the plan, not a start failure.

@@ -330,12 +330,14 @@ func unschedulableMembers(s *Scope) []string {
 }
 
 // rollHaltedBy describes, sorted by name, the voters that did not start with the template the
-// roll authorised for them (Healthy=False/StartFailed): the roll waits for a corrected spec. A
-// new member that never started is a replacement's business (ReplacementBackoff), not this.
+// roll authorised for them (Healthy=False/StartFailed with a template they never ran): the roll
+// waits for a corrected spec. A new member that never started is a replacement's business
+// (ReplacementBackoff), not this; nor is a member whose Pod runs the template it ran before
+// (rollHalt), which no roll is restarting.
 func rollHaltedBy(s *Scope) []string {
 	var out []string
 	for _, m := range s.Running() {
-		if m.Unhealthy && m.HealthyReason == health.ReasonStartFailed && !neverStarted(s, m) {
+		if rollHalt(s, m) {
 			out = append(out, "member "+m.Name+" did not start with its new template, the rolling update is halted: "+m.HealthyMessage)
 		}
 	}

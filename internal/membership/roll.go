@@ -72,7 +72,7 @@ func roll(s *Scope) (Action, bool) {
 	// its Pod was replaced already or not: restarting another member with the same template
 	// would only take a second one down.
 	for _, m := range running {
-		if m.Authorised() && m.Unhealthy && m.HealthyReason == health.ReasonStartFailed && !neverStarted(s, m) {
+		if m.Authorised() && rollHalt(s, m) {
 			return Action{Kind: KindWait, Member: m.Name, Reason: ReasonRollingUpdate,
 				Message: progress("roll halted: %s did not become Ready with the new template: %s; correct the spec (it is adopted at the progress deadline, or at once when status.progressDeadline is moved into the past)", m.Name, m.HealthyMessage)}, true
 		}
@@ -110,6 +110,17 @@ func roll(s *Scope) (Action, bool) {
 			Message: progress("waiting for a membership change to finish before the next restart")}, true
 	}
 	return restartNext(s, candidates, progress), true
+}
+
+// rollHalt reports a member that halts a roll: a voter (or a started learner) that did not
+// become Ready with a template it was never Ready with (Healthy=False/StartFailed) — a roll's.
+// A member whose Pod runs the template it was last Ready with is not a roll's failure and never
+// called one: the member controller calls such a member a crash loop or damaged data
+// (docs/design/healing.md, "Damaged data"). Without a record (a status older than
+// readyTemplateHash) the template counts as new, as before the record existed.
+func rollHalt(s *Scope, m Member) bool {
+	return m.Unhealthy && m.HealthyReason == health.ReasonStartFailed && !neverStarted(s, m) &&
+		(m.ReadyHash == "" || m.PodHash != m.ReadyHash)
 }
 
 // RemovalReasonRollingUpdate is the removal-reason of an outdated Memory member removed by a

@@ -89,6 +89,10 @@ type Member struct {
 	AuthorisedHash string
 	// PodHash is the template-hash annotation of the member's Pod; empty without a Pod.
 	PodHash string
+	// ReadyHash is status.readyTemplateHash: the template hash of the last Pod the member was
+	// Ready in; empty when none was recorded. It tells a roll's new template from a recreated
+	// Pod (docs/design/healing.md, "Damaged data").
+	ReadyHash string
 	// ReadySince is when the member's Ready condition last turned True; zero unless Ready.
 	ReadySince time.Time
 	// PodRunning is true when the member's Pod exists and is Running.

@@ -116,6 +116,7 @@ func (o *observation) memberView(m *etcdv1alpha2.EtcdMember, observed *etcdv1alp
 	if pod != nil {
 		v.PodHash = pod.Annotations[etcdv1alpha2.AnnotationTemplateHash]
 	}
+	v.ReadyHash = m.Status.ReadyTemplateHash
 	target := membership.MemberTarget(observed, m.Spec.Storage.Size, o.claimOf(m.Name))
 	v.TemplateCurrent = membership.TemplateCurrent(&m.Spec, target)
 	if target != nil {

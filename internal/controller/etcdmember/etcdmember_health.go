@@ -76,6 +76,8 @@ func observe(in statusInput, now time.Time) health.Observation {
 	}
 	templateCurrent := updatedCondition(in).status == metav1.ConditionTrue
 	obs.Pod = podObservation(in.pod, templateCurrent, wasReady(m, in.pod), in.node)
+	obs.Pod.RanTemplate = templateCurrent && ranTemplate(m, in.pod)
+	obs.DataExpected = desired.DataExpected(m)
 	obs.Pod.AwaitingMembership = awaitingMembership(m, in.pod)
 	obs.FirstFailure = firstFailure(m, in.pod)
 	obs.Pod.Container.PreviousTermination = previousTermination(in.pod, m, obs.Minor, obs.ClusterID)
@@ -194,12 +196,16 @@ func previousTermination(pod *corev1.Pod, m *etcdv1alpha2.EtcdMember, minor, clu
 // is Ready, so a Ready condition that turned False after this Pod started was True with it.
 // The condition is False from the start for a Pod that never became Ready, and for a learner
 // (learners are never Ready), so a learner's failure counts as a start failure, not a crash
-// loop.
+// loop. A Ready condition still True for this same Pod (status.podUID) is the first pass to
+// see it not Ready: it was Ready, which the damaged-data rule, for Pods never Ready, must know.
 func wasReady(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
 	if podstate.ReadyCondition(pod) {
 		return true
 	}
 	r := readyConditionOf(m)
+	if r != nil && r.Status == metav1.ConditionTrue {
+		return m.Status.PodUID == string(pod.UID)
+	}
 	return r != nil && r.Status == metav1.ConditionFalse && pod.Status.StartTime != nil &&
 		r.LastTransitionTime.After(pod.Status.StartTime.Time)
 }
@@ -241,6 +247,29 @@ func restartBaseline(in statusInput) *etcdv1alpha2.RestartBaseline {
 		return b.DeepCopy()
 	}
 	return &etcdv1alpha2.RestartBaseline{PodUID: string(p.UID), RestartCount: cs.RestartCount}
+}
+
+// readyTemplateHash is the status.readyTemplateHash a pass writes: the template hash of the
+// member's Pod while it is Ready, else the one recorded before. It outlives the Pod: it is what
+// tells a Pod recreated with the template the member ran (whose failures at every start mean
+// damaged data) from a Pod with a new template (a start failure), docs/design/healing.md,
+// "Damaged data".
+func readyTemplateHash(in statusInput) string {
+	p := in.pod
+	if p != nil && p.DeletionTimestamp.IsZero() && podstate.ReadyCondition(p) {
+		if h := p.Annotations[etcdv1alpha2.AnnotationTemplateHash]; h != "" {
+			return h
+		}
+	}
+	return in.member.Status.ReadyTemplateHash
+}
+
+// ranTemplate reports whether the member was Ready before in a Pod with the template this Pod
+// runs. A member whose record predates status.readyTemplateHash has none until its next Ready
+// Pod, and counts as not having run it.
+func ranTemplate(m *etcdv1alpha2.EtcdMember, pod *corev1.Pod) bool {
+	h := m.Status.ReadyTemplateHash
+	return h != "" && pod.Annotations[etcdv1alpha2.AnnotationTemplateHash] == h
 }
 
 // podNode reads the Node the member's Pod is bound to, from the cache, only when the

@@ -109,6 +109,7 @@ func computeStatus(in statusInput, now metav1.Time) etcdv1alpha2.EtcdMemberStatu
 		st.PVCName = desired.PVCName(m.Name)
 	}
 	st.RestartBaseline = restartBaseline(in)
+	st.ReadyTemplateHash = readyTemplateHash(in)
 
 	set := func(t string, c condition) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{

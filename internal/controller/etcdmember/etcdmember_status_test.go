@@ -184,6 +184,7 @@ func TestComputeStatus(t *testing.T) {
 		want := etcdv1alpha2.EtcdMemberStatus{
 			MemberID: "a1", IsVoter: true, Version: "3.6.5", // the EtcdCluster controller's, kept
 			PodName: testMember, PodUID: "pod-uid", Replicas: 1, Selector: selector, PVCName: "data-" + testMember,
+			ReadyTemplateHash: "h1", // the Ready Pod's template
 			Conditions: []metav1.Condition{
 				{Type: etcdv1alpha2.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonPodReady,
 					Message: "pod is ready and member a1 is a voter", ObservedGeneration: 3, LastTransitionTime: now},

@@ -195,6 +195,18 @@ func (v *volumeFaults) dbFile(ctx context.Context, namespace, pod, mountPath str
 	return db, nil
 }
 
+// DamageDataDir implements DataDirFaults.
+func (v *volumeFaults) DamageDataDir(ctx context.Context, namespace, pod, mountPath string, damage func(dir string) error) error {
+	dir, err := v.volumeDir(ctx, namespace, pod, mountPath)
+	if err != nil {
+		return err
+	}
+	if err := damage(dir); err != nil {
+		return fmt.Errorf("damaging %s/%s at %s: %w", namespace, pod, dir, err)
+	}
+	return nil
+}
+
 // volumeDir finds the host folder of the PVC that the Pod mounts at mountPath.
 func (v *volumeFaults) volumeDir(ctx context.Context, namespace, pod, mountPath string) (string, error) {
 	p, err := v.kube.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})

@@ -38,6 +38,9 @@ type DataDirFaults interface {
 	// peers' while it keeps serving, and no check of etcd's own notices until a restart or a
 	// compaction.
 	RewriteDataDir(ctx context.Context, namespace, pod, mountPath string, old, repl []byte) (int, error)
+	// DamageDataDir calls damage with the folder, on this host, of the volume mounted at
+	// mountPath, for damage of the test's own making.
+	DamageDataDir(ctx context.Context, namespace, pod, mountPath string, damage func(dir string) error) error
 }
 
 // ClusterRecords are the cluster tool's records of what happens in the cluster, read from

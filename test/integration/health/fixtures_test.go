@@ -129,7 +129,7 @@ func TestTerminationFixtures(t *testing.T) {
 		t.Run(minor, func(t *testing.T) {
 			t.Parallel()
 			index := fixtureIndex{Version: version, Cases: map[string]fixtureEntry{}}
-			for _, fc := range fixtureCases {
+			for _, fc := range allFixtureCases() {
 				t.Run(fc.name, func(t *testing.T) {
 					ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 					defer cancel()
@@ -151,6 +151,7 @@ func TestTerminationFixtures(t *testing.T) {
 				})
 			}
 			if *updateFixtures && !t.Failed() {
+				keepUnrun(t, minor, &index)
 				b, err := json.MarshalIndent(index, "", "  ")
 				if err != nil {
 					t.Fatal(err)
@@ -158,6 +159,28 @@ func TestTerminationFixtures(t *testing.T) {
 				writeFile(t, filepath.Join(fixtureDir, minor, fixtureIndexFile), append(b, '\n'))
 			}
 		})
+	}
+}
+
+// keepUnrun copies into index the cases of the committed index that this run did not capture
+// (a -run filter), so that capturing one case does not drop the others.
+func keepUnrun(t *testing.T, minor string, index *fixtureIndex) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtureDir, minor, fixtureIndexFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old fixtureIndex
+	if err := json.Unmarshal(b, &old); err != nil {
+		t.Fatal(err)
+	}
+	for name, e := range old.Cases {
+		if _, ok := index.Cases[name]; !ok && old.Version == index.Version {
+			index.Cases[name] = e
+		}
 	}
 }
 
