@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -287,5 +288,21 @@ func TestLogTailOrdersRealLogs(t *testing.T) {
 	}
 	if again, err := ReadLogTail(c.Members[1].DataDir); err != nil || again != ahead {
 		t.Fatalf("after a torn write: %+v, %v; want %+v", again, err, ahead)
+	}
+}
+
+// TestForcedArgs: the forced start adds --force-new-cluster and turns the initial corruption
+// check off in both spellings, leaving every other flag as it was.
+func TestForcedArgs(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"--name=a", "--experimental-initial-corrupt-check=true", "--experimental-compact-hash-check-enabled=true"},
+			[]string{"--name=a", "--experimental-initial-corrupt-check=false", "--experimental-compact-hash-check-enabled=true", "--force-new-cluster"}},
+		{[]string{"--name=a", "--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"},
+			[]string{"--name=a", "--feature-gates=InitialCorruptCheck=false,CompactHashCheck=true", "--force-new-cluster"}},
+		{[]string{"--name=a"}, []string{"--name=a", "--force-new-cluster"}},
+	} {
+		if got := forcedArgs(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("forcedArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"slices"
 	"syscall"
 	"time"
 )
@@ -109,7 +108,7 @@ func runEtcd(ctx context.Context, cfg Config, force string, has bool) (code int,
 			return 1, ""
 		}
 		_, _ = fmt.Fprintf(cfg.Stderr, "etcd-guard: starting etcd once with --force-new-cluster (request %s)\n", force)
-		args = append(slices.Clone(args), "--force-new-cluster")
+		args = forcedArgs(args)
 	}
 	cmd := exec.Command(cfg.Command[0], args...) //nolint:gosec // the command is the Pod's own etcd invocation
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
