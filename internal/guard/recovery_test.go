@@ -105,7 +105,10 @@ func startGuard(t *testing.T, guard *exec.Cmd) *syncBuffer {
 	t.Cleanup(func() {
 		_ = guard.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case err := <-exited:
+			if err != nil {
+				t.Logf("guard after SIGTERM: %v", err)
+			}
 		case <-time.After(30 * time.Second):
 			_ = guard.Process.Kill()
 		}

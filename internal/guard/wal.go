@@ -107,7 +107,7 @@ func nextFrame(b []byte) (rec []byte, n int, ok bool) {
 	if lenField&(1<<63) != 0 {
 		pad = (lenField >> 56) & 0x7
 	}
-	if size == 0 || size+pad > uint64(len(b)-8) {
+	if size == 0 || size+pad > uint64(len(b)-8) { //nolint:gosec // len(b) ≥ 8: the caller checks it
 		return nil, 0, false
 	}
 	return b[8 : 8+size], int(8 + size + pad), true //nolint:gosec // bounded by len(b) just above

@@ -10,13 +10,13 @@ import (
 type VoterState int
 
 const (
-	// Answering: the voter's etcd answers the operator, so its log can be read.
+	// Answering means the voter's etcd answers the operator, so its log can be read.
 	Answering VoterState = iota
-	// Lost: the voter's data provably no longer exists (a Memory member whose Pod is gone, a
+	// Lost means the voter's data provably no longer exists (a Memory member whose Pod is gone, a
 	// member whose guard found its data dir emptied, an etcd member with neither EtcdMember
 	// nor PVC). It can never vote again under its identity.
 	Lost
-	// Down: the voter does not answer, but its data may still exist: it may come back.
+	// Down means the voter does not answer, but its data may still exist: it may come back.
 	Down
 )
 
@@ -24,18 +24,18 @@ const (
 type RecoveryMode int
 
 const (
-	// NoRecoveryNeeded: the answering voters form a quorum; raft elects a leader by itself.
+	// NoRecoveryNeeded means the answering voters form a quorum; raft elects a leader by itself.
 	NoRecoveryNeeded RecoveryMode = iota
-	// RecoverAutomatically: quorum is lost, yet every quorum of the voter set meets the
+	// RecoverAutomatically means quorum is lost, yet every quorum of the voter set meets the
 	// answering voters and every voter that does not answer is lost for good. Every committed
 	// entry is then in some answering voter's log, and the most up-to-date one holds them all:
 	// recovery from it loses nothing, so the operator does it without asking.
 	RecoverAutomatically
-	// RecoverWithApproval: quorum is lost and some voter answers, but a committed entry may be
+	// RecoverWithApproval means quorum is lost and some voter answers, but a committed entry may be
 	// only on voters that do not answer, or a voter that is down may still come back and restore
 	// the quorum by itself. Only a person may accept what recovery could drop.
 	RecoverWithApproval
-	// NothingToRecoverFrom: no voter answers.
+	// NothingToRecoverFrom means no voter answers.
 	NothingToRecoverFrom
 )
 

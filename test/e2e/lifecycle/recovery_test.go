@@ -21,9 +21,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// recoveryTimeout bounds quorum loss → serving again; the target is 20 s.
-const recoveryTimeout = 2 * time.Minute
-
 // TestQuorumLossRecoveredAutomatically is issue #15's story and its 3 → 5 twin, under write
 // traffic (docs/design/quorum-recovery.md): a Memory cluster with an even number of voters (2,
 // the window of every bootstrap and 1 → 3 growth; 4, the window of 3 → 5) loses exactly half of
