@@ -55,6 +55,7 @@ var scope = map[string]bool{
 	"etcddefrags/status":                true,
 	"etcddefragpolicies":                true,
 	"etcddefragpolicies/status":         true,
+	"etcddefragpolicies/finalizers":     true,
 	"nodes":                             false,
 	"persistentvolumes":                 false,
 	"storageclasses":                    false,

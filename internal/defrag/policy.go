@@ -24,6 +24,7 @@ const (
 	ReasonSuspended       = "Suspended"
 	ReasonInvalidSchedule = "InvalidSchedule"
 	ReasonLastRunFailed   = "LastRunFailed"
+	ReasonRunNotCreated   = "RunNotCreated"
 )
 
 // ParseSchedule parses spec.schedule: five cron fields, or a @ shorthand, read in UTC unless a

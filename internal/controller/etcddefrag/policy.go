@@ -19,6 +19,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/defrag"
+	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
 // PolicyControllerName names the EtcdDefragPolicy controller in logs, metrics and Events.
@@ -59,8 +60,14 @@ func SetupPolicyWithManager(mgr ctrl.Manager) error {
 
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefrags,verbs=get;list;watch;create;delete
 
+// A run's ownerReference to its policy sets blockOwnerDeletion, which an API server enforcing
+// owner-reference permissions (OwnerReferencesPermissionEnforcement, on in the local cluster)
+// admits only from a user who may update the policy's finalizers: hence
+// etcddefragpolicies/finalizers update.
+//
 // Reconcile runs one pass over one EtcdDefragPolicy (docs/defrag.md, "EtcdDefragPolicy"):
 //
 //  1. Fetch the policy; NotFound → done (its runs go with it: they are owned).
@@ -102,10 +109,13 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			err = fmt.Errorf("patching EtcdDefragPolicy status: %w", perr)
 		}
 	}
-	if err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+	switch {
+	case err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)):
+		return ctrl.Result{RequeueAfter: step.ConflictRetry}, nil
+	case err != nil:
+		return ctrl.Result{}, err
 	}
-	return result, err
+	return result, nil
 }
 
 // schedule creates the due slot's run, if any, and sets the Ready condition.
@@ -131,6 +141,7 @@ func (r *PolicyReconciler) schedule(ctx context.Context, p *etcdv1alpha2.EtcdDef
 	case d.Create:
 		run, err := r.create(ctx, p, d.Slot)
 		if err != nil {
+			setPolicyReady(status, p, metav1.ConditionFalse, defrag.ReasonRunNotCreated, err.Error()+"; retried with back-off")
 			return result, err
 		}
 		if run != nil {
