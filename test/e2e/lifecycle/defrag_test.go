@@ -99,7 +99,10 @@ func TestDefragNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	runName := waitPolicyRun(f, policy.Name)
-	if err := kc(f).Delete(f.Ctx, policy); err != nil {
+	// Suspended, not deleted: deleting the policy would delete its run (it owns it) mid-run.
+	suspended := policy.DeepCopy()
+	suspended.Spec.Suspend = ptr.To(true)
+	if err := kc(f).Patch(f.Ctx, suspended, client.MergeFrom(policy)); err != nil {
 		t.Error(err)
 	}
 	ended := watchRun(f, runName)
