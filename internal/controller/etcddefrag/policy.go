@@ -58,16 +58,16 @@ func SetupPolicyWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies/finalizers,verbs=update
-// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefrags,verbs=get;list;watch;create;delete
-
 // A run's ownerReference to its policy sets blockOwnerDeletion, which an API server enforcing
 // owner-reference permissions (OwnerReferencesPermissionEnforcement, on in the local cluster)
 // admits only from a user who may update the policy's finalizers: hence
 // etcddefragpolicies/finalizers update.
 //
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefragpolicies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcddefrags,verbs=get;list;watch;create;delete
+
 // Reconcile runs one pass over one EtcdDefragPolicy (docs/defrag.md, "EtcdDefragPolicy"):
 //
 //  1. Fetch the policy; NotFound → done (its runs go with it: they are owned).
