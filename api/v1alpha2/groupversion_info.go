@@ -22,6 +22,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&EtcdCluster{}, &EtcdClusterList{},
 		&EtcdMember{}, &EtcdMemberList{},
 		&EtcdSnapshot{}, &EtcdSnapshotList{},
+		&EtcdDefrag{}, &EtcdDefragList{},
+		&EtcdDefragPolicy{}, &EtcdDefragPolicyList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

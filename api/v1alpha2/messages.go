@@ -109,4 +109,25 @@ const (
 	MsgSnapshotSpecImmutable = "EtcdSnapshot spec is immutable; create a new EtcdSnapshot to take another snapshot"
 	// MsgSnapshotClusterRefName rejects an EtcdSnapshot that names no cluster.
 	MsgSnapshotClusterRefName = "spec.clusterRef.name must name an EtcdCluster in the snapshot's namespace"
+
+	// MsgDefragClusterRefName rejects an EtcdDefrag that names no cluster.
+	MsgDefragClusterRefName = "spec.clusterRef.name must name an EtcdCluster in the defrag's namespace"
+	// MsgDefragSpecImmutable rejects a change of an EtcdDefrag's cluster or rule.
+	MsgDefragSpecImmutable = "spec.clusterRef and spec.rule of an EtcdDefrag are immutable; create a new EtcdDefrag to defragment another cluster or with another rule"
+	// MsgDefragRuleAllExclusive rejects rule.all combined with a threshold.
+	MsgDefragRuleAllExclusive = "spec.rule.all: true selects every member and cannot be combined with freeSpaceAbove, quotaUsageAbove or minReclaim; remove the thresholds or set all: false"
+	// MsgDefragMinReclaimNeedsQuota rejects rule.minReclaim without rule.quotaUsageAbove.
+	MsgDefragMinReclaimNeedsQuota = "spec.rule.minReclaim applies only to quotaUsageAbove; set quotaUsageAbove too, or remove minReclaim"
+	// MsgDefragMinReclaimAboveFreeSpace rejects rule.minReclaim larger than rule.freeSpaceAbove.
+	MsgDefragMinReclaimAboveFreeSpace = "spec.rule.minReclaim must not exceed spec.rule.freeSpaceAbove (a member reclaiming freeSpaceAbove already qualifies); lower minReclaim"
+	// MsgDefragFreeSpacePositive rejects a zero or negative rule.freeSpaceAbove.
+	MsgDefragFreeSpacePositive = "spec.rule.freeSpaceAbove must be greater than 0, such as 200Mi"
+	// MsgDefragMinReclaimPositive rejects a zero or negative rule.minReclaim.
+	MsgDefragMinReclaimPositive = "spec.rule.minReclaim must be greater than 0, such as 32Mi"
+	// MsgDefragPhaseFinal rejects a status.phase change away from Complete or Failed.
+	MsgDefragPhaseFinal = "status.phase Complete and Failed are final; create a new EtcdDefrag to run again"
+	// MsgDefragPolicyClusterRefName rejects an EtcdDefragPolicy that names no cluster.
+	MsgDefragPolicyClusterRefName = "spec.clusterRef.name must name an EtcdCluster in the policy's namespace"
+	// MsgDefragPolicySchedule rejects a schedule that is not five cron fields.
+	MsgDefragPolicySchedule = "spec.schedule must be five cron fields (minute hour day-of-month month day-of-week), optionally preceded by CRON_TZ=<IANA zone> and a space, such as 0 3 * * * or CRON_TZ=Europe/Berlin 0 3 * * 0"
 )

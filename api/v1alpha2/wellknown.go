@@ -14,6 +14,8 @@ const (
 	LabelSnapshot    = "etcd-operator.cozystack.io/snapshot"
 	LabelSnapshotFor = "etcd-operator.cozystack.io/snapshot-cluster"
 	LabelSchedule    = "etcd-operator.cozystack.io/schedule"
+	// LabelDefragPolicy names the EtcdDefragPolicy that created an EtcdDefrag.
+	LabelDefragPolicy = "etcd-operator.cozystack.io/defrag-policy"
 
 	// NameEtcd is the value of LabelName on member objects.
 	NameEtcd = "etcd"

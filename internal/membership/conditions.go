@@ -236,6 +236,8 @@ func degraded(in ConditionInput) metav1.Condition {
 		return t(ReasonQuorumLost, msg)
 	case len(s.Unsupported) > 0:
 		return t(ReasonFeatureNotSupported, unsupportedMessage(s))
+	case noSpaceMessage(s) != "":
+		return t(ReasonAlarmActive, noSpaceMessage(s))
 	case len(s.TLS.MissingSecrets) > 0:
 		return t(ReasonTLSSecretMissing, tlsSecretMessage(s.TLS))
 	case len(blocked) > 0:

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
 
 type want struct {
@@ -174,6 +175,9 @@ func TestDegradedPrecedence(t *testing.T) {
 		{ReasonMemberUnschedulable, func(s *Scope) { unschedulable(&s.Members[1]) }},
 		{ReasonMemberDeletionBlocked, func(s *Scope) { s.Members[2].Deleting = true }},
 		{ReasonTLSSecretMissing, func(s *Scope) { s.TLS.MissingSecrets = []string{"c-server-tls"} }},
+		{ReasonAlarmActive, func(s *Scope) {
+			s.Etcd.Alarms = []etcdclient.Alarm{{MemberID: 2, Type: etcdclient.AlarmNoSpace}}
+		}},
 		{ReasonQuorumLost, func(s *Scope) { s.Members[0].Ready, s.Members[2].Ready = false, false }},
 	}
 	// Five voters: one not Ready and one whose deletion is held (it still serves) leave a quorum

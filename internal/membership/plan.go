@@ -14,7 +14,7 @@ import (
 // the spec asks for is missing, and does not happen while the spec asks for a feature not
 // supported yet.
 func Next(s Scope) Action {
-	return holdForTLS(&s, holdForUnsupported(&s, next(s)))
+	return holdForDefrag(&s, holdForTLS(&s, holdForUnsupported(&s, next(s))))
 }
 
 func next(s Scope) Action {

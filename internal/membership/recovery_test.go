@@ -166,3 +166,14 @@ func TestSurvivorsOfAnotherClusterAreNotCandidates(t *testing.T) {
 		t.Fatalf("Next = %+v: recovered from a member of another cluster", a)
 	}
 }
+
+// TestRecoveryIsNotHeldByADefrag: an EtcdDefrag that was Running when quorum went cannot go on
+// either; the recovery does not wait for its deadline.
+func TestRecoveryIsNotHeldByADefrag(t *testing.T) {
+	s := stranded([]etcdclient.Member{voter(1, "a"), voter(2, "b")}, map[string]quorum.LogPosition{"a": {Term: 2, Index: 40}},
+		withID(mem("a", 1), 1), withID(dataLost(mem("b", 2)), 2))
+	s.DefragRunning = []string{"nightly"}
+	if a := Next(s); a.Kind != KindStartRecovery {
+		t.Fatalf("Next = %+v, want the recovery to start", a)
+	}
+}

@@ -235,6 +235,9 @@ type Scope struct {
 	// Observed is status.observed, the latched target; nil before the first adoption. The
 	// members' TemplateCurrent and WantHash are computed against it.
 	Observed *etcdv1alpha2.ObservedClusterSpec
+	// DefragRunning names the cluster's Running EtcdDefrags; every step that writes waits for
+	// them (holdForDefrag).
+	DefragRunning []string
 	// Staging is true when new members' Pods run etcd under the data-dir guard, which holds a
 	// staged member's etcd until it is added: new members are then staged before their add
 	// (staged.go).

@@ -4,6 +4,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcddefrag"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
@@ -51,5 +52,7 @@ func controllers(opts Options) []controllerSetup {
 			return etcdcluster.NewFromManager(mgr, etcdclient.NewPool(), clusterOpts...).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error { return etcdmember.SetupWithManager(mgr, memberOpts...) },
+		func(mgr ctrl.Manager) error { return etcddefrag.SetupWithManager(mgr, etcdclient.NewPool()) },
+		etcddefrag.SetupPolicyWithManager,
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/defrag"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -38,6 +39,8 @@ type observation struct {
 	// stranded is what the running members said of themselves when the linearizable member
 	// list failed (quorum-loss recovery).
 	stranded membership.Stranded
+	// defrags names the cluster's Running EtcdDefrags (docs/defrag.md).
+	defrags []string
 	// rolling is the memory of a roll this process started that has not converged.
 	rolling bool
 	// now is the pass's clock reading.
@@ -115,6 +118,11 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 	if o.tls, err = r.observeTLS(ctx, c); err != nil {
 		return nil, err
 	}
+	var runs etcdv1alpha2.EtcdDefragList
+	if err := r.client.List(ctx, &runs, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing EtcdDefrags: %w", err)
+	}
+	o.defrags = defrag.RunningOn(c.Name, runs.Items)
 	r.observeEtcd(ctx, o)
 	r.observeHashes(ctx, o)
 	o.rolling = r.memory.rolling(o.key())

@@ -29,6 +29,7 @@ func (o *observation) scopeFor(observed *etcdv1alpha2.ObservedClusterSpec) membe
 		TLS:                  o.tls,
 		Unsupported:          membership.Unsupported(&c.Spec),
 		Observed:             observed,
+		DefragRunning:        o.defrags,
 		StorageSize:          latchedSize(observed),
 		// The guard holds a staged member's etcd until its add; without it, etcd would start
 		// on a membership that does not list it and exit.
