@@ -98,8 +98,11 @@ func (x *executor) finishRecovery(ctx context.Context, a membership.Action) (ste
 	}
 	r := x.obs.cluster.Status.QuorumRecovery
 	x.effects.clearRecovery = true
-	x.event(corev1.EventTypeNormal, eventQuorumRecoveryCompleted,
-		fmt.Sprintf("recovered from %s (%s) at raft index %d: %s", r.Member, r.Mode, r.Index, a.Message))
+	// As for the start: a pass that read the status before this one's patch finishes again.
+	if x.memory.warnOnce(x.key(), noteRecoveryCompleted, fmt.Sprintf("%s/%d", r.Member, r.Index)) {
+		x.event(corev1.EventTypeNormal, eventQuorumRecoveryCompleted,
+			fmt.Sprintf("recovered from %s (%s) at raft index %d: %s", r.Member, r.Mode, r.Index, a.Message))
+	}
 	return step.Requeue(nextStepDelay, string(a.Kind)), nil
 }
 

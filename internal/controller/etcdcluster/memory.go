@@ -21,7 +21,8 @@ const (
 	warnVersionRejected warning = "VersionChangeRejected"
 	warnApprovalIgnored warning = "RecoveryApprovalIgnored"
 	// noteRecoveryStarted is a Normal Event kept to one per recovery the same way.
-	noteRecoveryStarted warning = "QuorumRecoveryStarted"
+	noteRecoveryStarted   warning = "QuorumRecoveryStarted"
+	noteRecoveryCompleted warning = "QuorumRecoveryCompleted"
 )
 
 // memory is what this operator process remembers of each cluster between passes: when each etcd
