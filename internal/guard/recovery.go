@@ -49,6 +49,25 @@ func (a LogTailAnswer) ForceValue() string {
 
 func hexID(id uint64) string { return strconv.FormatUint(id, 16) }
 
+// Covers reports whether request (a ForceValue) names this member and cluster, and a log
+// position this log has reached: the same last entry, or an earlier one by raft's order (higher
+// term first, then higher index). A log that moved on since the operator read it is only more up
+// to date than the other survivors' were: a survivor that still led for a moment after the
+// quorum went may append an entry it can never commit. A log behind the request, or another
+// member's, is refused.
+func (t LogTail) Covers(request string) bool {
+	parts := strings.Split(request, "/")
+	if len(parts) != 4 || parts[0] != hexID(t.ClusterID) || parts[1] != hexID(t.MemberID) {
+		return false
+	}
+	term, err1 := strconv.ParseUint(parts[2], 10, 64)
+	index, err2 := strconv.ParseUint(parts[3], 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return t.Term > term || (t.Term == term && t.Index >= index)
+}
+
 // serveLogTail serves the log tail until ctx ends. Read-only: it reports positions and IDs,
 // never data.
 func serveLogTail(ctx context.Context, cfg Config) {
@@ -76,8 +95,9 @@ func serveLogTail(ctx context.Context, cfg Config) {
 }
 
 // pendingForce returns the force-new-cluster request to act on now, or "": one is projected
-// into ForceFile, it was never acted on in this Pod (ForcedMarker), and it names this member's
-// log as it is. A request that does not match is reported once per value.
+// into ForceFile, it was never acted on in this Pod (ForcedMarker), and it names this member
+// and cluster with a log position this member's log has reached (Covers). A request that does
+// not match is reported once per value.
 func pendingForce(cfg Config, reported *string) string {
 	if cfg.ForceFile == "" {
 		return ""
@@ -94,7 +114,7 @@ func pendingForce(cfg Config, reported *string) string {
 		return ""
 	}
 	tail, err := ReadLogTail(cfg.DataDir)
-	if err == nil && tail.ForceValue() == want {
+	if err == nil && tail.Covers(want) {
 		return want
 	}
 	if *reported != want {

@@ -309,3 +309,24 @@ func TestForcedArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestCovers: a request names the member and cluster, and a position the log has reached.
+func TestCovers(t *testing.T) {
+	tail := LogTail{MemberID: 0xa, ClusterID: 0xc, Term: 3, Index: 42}
+	for req, want := range map[string]bool{
+		"c/a/3/42":   true,  // exactly the log
+		"c/a/3/41":   true,  // the log moved on in the same term
+		"c/a/2/50":   true,  // an earlier term
+		"c/a/3/43":   false, // ahead of the log
+		"c/a/4/1":    false, // a later term
+		"c/b/3/42":   false, // another member
+		"d/a/3/42":   false, // another cluster
+		"c/a/3":      false,
+		"c/a/x/42":   false,
+		"c/a/3/42/1": false,
+	} {
+		if got := tail.Covers(req); got != want {
+			t.Errorf("Covers(%q) = %v, want %v", req, got, want)
+		}
+	}
+}

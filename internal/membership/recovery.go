@@ -52,6 +52,12 @@ const GuardedRecoveryDelay = 10 * time.Minute
 // recoveryPoll is how soon to look again while quorum is lost or a recovery step settles.
 const recoveryPoll = time.Second
 
+// ForceTimeout bounds a recovery from its start to the survivor serving alone. The guard acts
+// within a second of the annotation and etcd starts within seconds; a guard that refuses the
+// request (the member's log is not the one recorded) or cannot run leaves the recovery waiting,
+// so it is ended and decided again from what is observed then.
+const ForceTimeout = 3 * time.Minute
+
 // Stranded is what the running members said about themselves while etcd's linearizable member
 // list did not answer: each one's Status, its own (serializable) member list and its log tail.
 type Stranded struct {
@@ -273,6 +279,10 @@ func continueRecovery(s *Scope) Action {
 		if m.Name != r.Member && m.PodRunning {
 			return progress(KindWait, m.Name, "waiting for the Pod of "+m.Name+" to stop")
 		}
+	}
+	if !r.StartedAt.IsZero() && s.Now.Sub(r.StartedAt.Time) > ForceTimeout {
+		return Action{Kind: KindAbortRecovery, Member: r.Member, Reason: ReasonWaitingForHealthyMembers, RequeueAfter: recoveryPoll,
+			Message: fmt.Sprintf("the recovery from %s did not bring it up alone within %s: its data-dir guard refused or could not act on the request (see the Pod's log); deciding again from what is left", r.Member, ForceTimeout)}
 	}
 	a := progress(KindForceNewCluster, r.Member, "restarting its etcd once with --force-new-cluster")
 	a.MemberID, a.ForceValue = id, ForceValue(s.ClusterID, r)

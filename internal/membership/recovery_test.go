@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/health"
@@ -175,5 +177,21 @@ func TestRecoveryIsNotHeldByADefrag(t *testing.T) {
 	s.DefragRunning = []string{"nightly"}
 	if a := Next(s); a.Kind != KindStartRecovery {
 		t.Fatalf("Next = %+v, want the recovery to start", a)
+	}
+}
+
+// TestRecoveryEndsWhenTheForceNeverHappens: a guard that refuses the request leaves the survivor
+// stranded; after ForceTimeout the record is cleared and decided again.
+func TestRecoveryEndsWhenTheForceNeverHappens(t *testing.T) {
+	s := stranded([]etcdclient.Member{voter(1, "a"), voter(2, "b")}, map[string]quorum.LogPosition{"a": {Term: 2, Index: 40}},
+		withID(mem("a", 1), 1), with(withID(dataLost(mem("b", 2)), 2), func(m *Member) { m.Dormant = true }))
+	s.Recovery = &etcdv1alpha2.QuorumRecovery{Member: "a", MemberID: "1", Term: 2, Index: 40, Mode: etcdv1alpha2.QuorumRecoveryAutomatic,
+		StartedAt: metav1.NewTime(s.Now.Add(-time.Minute))}
+	if a := Next(s); a.Kind != KindForceNewCluster {
+		t.Fatalf("within the timeout: Next = %+v, want the force", a)
+	}
+	s.Recovery.StartedAt = metav1.NewTime(s.Now.Add(-ForceTimeout - time.Second))
+	if a := Next(s); a.Kind != KindAbortRecovery {
+		t.Fatalf("after the timeout: Next = %+v, want an abort", a)
 	}
 }

@@ -106,8 +106,14 @@ func (x *executor) finishRecovery(ctx context.Context, a membership.Action) (ste
 	return step.Requeue(nextStepDelay, string(a.Kind)), nil
 }
 
-// abortRecovery clears a record whose survivor went before the force.
-func (x *executor) abortRecovery(_ context.Context, a membership.Action) (step.Result, error) {
+// abortRecovery clears a record whose survivor went before the force, or whose force never
+// happened, and the request on its Pod.
+func (x *executor) abortRecovery(ctx context.Context, a membership.Action) (step.Result, error) {
+	if pod := x.obs.pods[a.Member]; pod != nil && pod.Annotations[etcdv1alpha2.AnnotationForceNewCluster] != "" {
+		if err := x.annotatePod(ctx, pod, ""); err != nil {
+			return step.Result{}, err
+		}
+	}
 	x.effects.clearRecovery = true
 	x.event(corev1.EventTypeWarning, eventQuorumRecoveryAborted, a.Message)
 	return step.Requeue(a.RequeueAfter, string(a.Kind)), nil
