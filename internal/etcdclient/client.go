@@ -9,6 +9,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -221,11 +222,28 @@ func (c *Conn) MemberList(ctx context.Context) ([]Member, error) {
 	}
 	ctx, cancel := clusterCtx(ctx, ReadTimeout)
 	defer cancel()
-	resp, err := c.cli.MemberList(ctx)
+	resp, err := offLearner(c, func() (*clientv3.MemberListResponse, error) { return c.cli.MemberList(ctx) })
 	if err != nil {
 		return nil, c.fail("MemberList", err)
 	}
 	return membersFromPB(resp.Members), nil
+}
+
+// offLearner runs call again, up to once per endpoint, while a learner refused it. The cluster
+// connection balances calls round-robin over every endpoint, learners included, and etcd 3.5's
+// learners refuse everything but Status and serializable reads ("rpc not supported for
+// learner") before doing anything, so a retry is safe and goes to the next endpoint. Without it,
+// a pass that makes the same calls every time lands the same call on the same learner every
+// time: an e2e upgrade test saw every MemberPromote of a 3.5 learner refused for five minutes.
+func offLearner[T any](c *Conn, call func() (T, error)) (T, error) {
+	out, err := call()
+	for range len(c.cli.Endpoints()) {
+		if err == nil || rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCNotSupportedForLearner) {
+			break
+		}
+		out, err = call()
+	}
+	return out, err
 }
 
 // LocalMemberList implements Client.
@@ -250,7 +268,7 @@ func (c *Conn) MemberAddAsLearner(ctx context.Context, peerURLs []string) (Membe
 	}
 	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
 	defer cancel()
-	resp, err := c.cli.MemberAddAsLearner(ctx, peerURLs)
+	resp, err := offLearner(c, func() (*clientv3.MemberAddResponse, error) { return c.cli.MemberAddAsLearner(ctx, peerURLs) })
 	if err != nil {
 		return Member{}, nil, c.fail("MemberAddAsLearner", err)
 	}
@@ -264,7 +282,7 @@ func (c *Conn) MemberPromote(ctx context.Context, id uint64) ([]Member, error) {
 	}
 	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
 	defer cancel()
-	resp, err := c.cli.MemberPromote(ctx, id)
+	resp, err := offLearner(c, func() (*clientv3.MemberPromoteResponse, error) { return c.cli.MemberPromote(ctx, id) })
 	if err != nil {
 		return nil, c.fail("MemberPromote", err)
 	}
@@ -278,7 +296,7 @@ func (c *Conn) MemberRemove(ctx context.Context, id uint64) ([]Member, error) {
 	}
 	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
 	defer cancel()
-	resp, err := c.cli.MemberRemove(ctx, id)
+	resp, err := offLearner(c, func() (*clientv3.MemberRemoveResponse, error) { return c.cli.MemberRemove(ctx, id) })
 	if err != nil {
 		return nil, c.fail("MemberRemove", err)
 	}
@@ -363,7 +381,7 @@ func (c *Conn) AlarmList(ctx context.Context) ([]Alarm, error) {
 	}
 	ctx, cancel := clusterCtx(ctx, ReadTimeout)
 	defer cancel()
-	resp, err := c.cli.AlarmList(ctx)
+	resp, err := offLearner(c, func() (*clientv3.AlarmResponse, error) { return c.cli.AlarmList(ctx) })
 	if err != nil {
 		return nil, c.fail("AlarmList", err)
 	}
@@ -385,7 +403,9 @@ func (c *Conn) AlarmDisarm(ctx context.Context, alarm Alarm) ([]Alarm, error) {
 	}
 	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
 	defer cancel()
-	resp, err := c.cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: alarm.MemberID, Alarm: t})
+	resp, err := offLearner(c, func() (*clientv3.AlarmResponse, error) {
+		return c.cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: alarm.MemberID, Alarm: t})
+	})
 	if err != nil {
 		return nil, c.fail("AlarmDisarm", err)
 	}
