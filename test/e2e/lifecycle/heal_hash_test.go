@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/desired"
@@ -52,10 +53,23 @@ func TestPVCMemberKeyspaceDiverged(t *testing.T) {
 			t.Fatalf("writing canary key %d: %v", i, err)
 		}
 	}
-	// etcd commits its backend every 100 ms: poll until the values are in the file.
-	err := f.Poll("the canary values rewritten in "+victim+"'s bbolt file", time.Minute, func(ctx context.Context) (bool, string, error) {
+	// etcd commits its backend every 100 ms: poll until the values are in the file, and until the
+	// victim itself serves a rewritten value. bbolt copies pages on write, so the bytes found may
+	// be a stale copy on a free page while the live page still holds the written value: an e2e-full
+	// run rewrote only such copies, the comparison rightly found every voter equal, and nothing
+	// was replaced.
+	victimEtcd := memberClient(f, victim)
+	err := f.Poll("the canary values rewritten in "+victim+"'s bbolt file and served by it", time.Minute, func(ctx context.Context) (bool, string, error) {
 		n, err := dataDirs.RewriteDataDir(ctx, f.Namespace, victim, desired.DataMountPath, []byte(hashCanary), []byte(hashCanaryDiverged))
-		return n > 0, fmt.Sprintf("%d occurrences rewritten", n), err
+		if err != nil || n == 0 {
+			return false, fmt.Sprintf("%d occurrences rewritten", n), err
+		}
+		resp, err := victimEtcd.Get(ctx, canaryKey(0), clientv3.WithSerializable())
+		if err != nil || len(resp.Kvs) != 1 {
+			return false, fmt.Sprintf("%d rewritten; reading it back: %v", n, err), nil
+		}
+		got := string(resp.Kvs[0].Value)
+		return strings.HasPrefix(got, hashCanaryDiverged), fmt.Sprintf("%d rewritten; %s serves %q", n, victim, got), nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +93,22 @@ func TestPVCMemberKeyspaceDiverged(t *testing.T) {
 	requireCanaries(f, name)
 }
 
-func canaryKey(i int) string   { return fmt.Sprintf("hash-canary/%02d", i) }
+func canaryKey(i int) string { return fmt.Sprintf("hash-canary/%02d", i) }
+
+// memberClient dials one member's own etcd through its Pod IP, closed when the test ends.
+func memberClient(f *framework.Test, member string) *clientv3.Client {
+	f.T.Helper()
+	pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Ctx, member, metav1.GetOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + pod.Status.PodIP + ":2379"}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	f.T.Cleanup(func() { _ = c.Close() })
+	return c
+}
 func canaryValue(i int) string { return fmt.Sprintf("%s-%02d", hashCanary, i) }
 
 // waitAlarmsCleared waits until etcd lists no alarm.
