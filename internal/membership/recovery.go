@@ -217,9 +217,9 @@ func recoverQuorum(s *Scope) (Action, bool) {
 			return Action{Kind: KindRefuseApproval, Member: v.Candidate.Name, Approval: s.Approval, Reason: ReasonWaitingForHealthyMembers,
 				RequeueAfter: recoveryPoll, Message: approvalRefusal(s.Approval, v)}, true
 		}
-		return Action{Kind: KindWait, Reason: ReasonWaitingForHealthyMembers, RequeueAfter: 10 * recoveryPoll,
-			Message: "quorum lost: waiting for " + joinNames(v.Silent) + " to return"}, true
 	}
+	// Nothing to recover by itself: the other rules go on, and may bring the silent voters back
+	// (orphan PVCs re-adopted, Pods recreated); Degraded says what it waits for (recoveryNote).
 	return Action{}, false
 }
 
