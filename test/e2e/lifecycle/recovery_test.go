@@ -258,20 +258,11 @@ func annotateApproval(f *framework.Test, name, value string) {
 	}
 }
 
-// survivorApplied asks the member's own etcd for its Status through its Pod IP.
+// survivorApplied asks the member's own etcd for its applied index through its Pod IP.
 func survivorApplied(f *framework.Test, member string) uint64 {
 	f.T.Helper()
-	pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Ctx, member, metav1.GetOptions{})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	ep := "http://" + pod.Status.PodIP + ":2379"
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	st, err := c.Status(f.Ctx, ep)
+	c := memberClient(f, member)
+	st, err := c.Status(f.Ctx, c.Endpoints()[0])
 	if err != nil {
 		f.T.Fatal(err)
 	}
@@ -281,17 +272,8 @@ func survivorApplied(f *framework.Test, member string) uint64 {
 // waitApplied waits until member serves key from its own state (a serializable read).
 func waitApplied(f *framework.Test, member, key string) {
 	f.T.Helper()
-	pod, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Ctx, member, metav1.GetOptions{})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	ep := "http://" + pod.Status.PodIP + ":2379"
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	err = f.Poll(member+" applied "+key, time.Minute, func(ctx context.Context) (bool, string, error) {
+	c := memberClient(f, member)
+	err := f.Poll(member+" applied "+key, time.Minute, func(ctx context.Context) (bool, string, error) {
 		resp, err := c.Get(ctx, key, clientv3.WithSerializable())
 		return err == nil && resp.Count == 1, fmt.Sprint(err), nil
 	})
