@@ -8,7 +8,9 @@
 //	go run ./hack/binaries kubernetes   # the six Kubernetes commands
 //	go run ./hack/binaries etcd [x.y.z ...] # etcd, etcdctl, etcdutl; default: every pinned minor
 //	go run ./hack/binaries coredns      # CoreDNS
-//	go run ./hack/binaries all          # kubernetes, every pinned etcd, coredns
+//	go run ./hack/binaries certmanager  # cert-manager's controllers (hack/certmanager, pinned in its go.mod)
+//	go run ./hack/binaries certmanager-crds # cert-manager's CRD folder in the module cache
+//	go run ./hack/binaries all          # kubernetes, every pinned etcd, coredns, certmanager
 //
 // Each subcommand prints only absolute folder paths on stdout, one per line, so it composes in
 // shell: KUBEBUILDER_ASSETS="$(go run ./hack/binaries envtest)". Progress and timings go to

@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
 
-const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|all>`
+const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|all>`
 
 // run dispatches one subcommand, printing the folders it yields on stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b := pinned.NewBuilder(cacheDir, versions, stderr)
 
 	var steps []func(context.Context) (string, error)
+	certManager := func(ctx context.Context) (string, error) { return b.CertManager(ctx, root) }
 	sub, rest := args[0], args[1:]
 	if sub != "etcd" && len(rest) > 0 {
 		return fmt.Errorf("%s takes no arguments\n%s", sub, usage)
@@ -56,10 +57,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		etcd(rest)
 	case "coredns":
 		steps = append(steps, b.CoreDNS)
+	case "certmanager":
+		steps = append(steps, certManager)
+	case "certmanager-crds":
+		steps = append(steps, func(ctx context.Context) (string, error) { return b.CertManagerCRDs(ctx, root) })
 	case "all":
 		steps = append(steps, b.Kubernetes)
 		etcd(nil)
-		steps = append(steps, b.CoreDNS)
+		steps = append(steps, b.CoreDNS, certManager)
 	default:
 		return fmt.Errorf("unknown subcommand %q\n%s", sub, usage)
 	}

@@ -3,7 +3,6 @@ package pinned
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -53,6 +52,10 @@ type binarySet struct {
 	ldflags  string
 	// goMod renders the tools module's go.mod; it may download the upstream go.mod.
 	goMod func(ctx context.Context) ([]byte, error)
+	// srcDir, when set, is a module of this repository that is built in place instead of a
+	// generated tools module (certmanager.go); srcDigest, a digest of its files, enters the
+	// recipe so that a change to it rebuilds.
+	srcDir, srcDigest string
 }
 
 func (b *Builder) kubernetesSet() binarySet {
@@ -190,7 +193,11 @@ func (b *Builder) ensure(ctx context.Context, set binarySet, want []string) (str
 		return "", err
 	}
 	recipe := func(binary string) string {
-		return fmt.Sprintf("package=%s\ngo=%s\nldflags=%s\nenv=CGO_ENABLED=0 -trimpath\n", set.packages[binary], goVersion, set.ldflags)
+		r := fmt.Sprintf("package=%s\ngo=%s\nldflags=%s\nenv=CGO_ENABLED=0 -trimpath\n", set.packages[binary], goVersion, set.ldflags)
+		if set.srcDigest != "" {
+			r += "source=" + set.srcDigest + "\n"
+		}
+		return r
 	}
 	missing := func() []string {
 		var m []string
@@ -229,33 +236,20 @@ func (b *Builder) ensure(ctx context.Context, set binarySet, want []string) (str
 func (b *Builder) build(ctx context.Context, set binarySet, binDir string, binaries []string) error {
 	start := time.Now()
 	b.logf("building %s from %s (a first build downloads modules and takes minutes) ...", strings.Join(binaries, ", "), set.name)
-	modDir := filepath.Join(b.cacheDir, "src", set.name)
-	if err := os.MkdirAll(modDir, 0o755); err != nil {
-		return fmt.Errorf("creating tools module folder: %w", err)
-	}
-	goMod, err := set.goMod(ctx)
-	if err != nil {
-		return err
-	}
-	// Keep an existing go.mod whose requirements match: `go build -mod=mod` has completed it and
-	// its go.sum, and rewriting it would throw that work away.
-	seedPath := filepath.Join(modDir, "go.mod.seed")
-	if old, err := os.ReadFile(seedPath); err != nil || !bytes.Equal(old, goMod) {
-		if err := writeFileAtomic(filepath.Join(modDir, "go.mod"), goMod, 0o644); err != nil {
-			return err
-		}
-		_ = os.Remove(filepath.Join(modDir, "go.sum"))
-		if err := writeFileAtomic(seedPath, goMod, 0o644); err != nil {
+	modDir, mode := set.srcDir, "-mod=readonly"
+	if modDir == "" {
+		modDir, mode = filepath.Join(b.cacheDir, "src", set.name), "-mod=mod"
+		if err := b.writeToolsModule(ctx, set, modDir); err != nil {
 			return err
 		}
 	}
-	scratch, err := os.MkdirTemp(modDir, "out-")
+	scratch, err := os.MkdirTemp(b.scratchParent(set, modDir), "out-")
 	if err != nil {
 		return fmt.Errorf("creating scratch folder: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(scratch) }()
 
-	args := []string{"build", "-mod=mod", "-trimpath", "-o", scratch + string(os.PathSeparator)}
+	args := []string{"build", mode, "-trimpath", "-o", scratch + string(os.PathSeparator)}
 	if set.ldflags != "" {
 		args = append(args, "-ldflags", set.ldflags)
 	}
@@ -276,6 +270,37 @@ func (b *Builder) build(ctx context.Context, set binarySet, binDir string, binar
 	}
 	b.logf("built %s in %s", strings.Join(binaries, ", "), time.Since(start).Round(time.Second))
 	return nil
+}
+
+// writeToolsModule writes set's generated go.mod into modDir. An existing go.mod whose
+// requirements match is kept: `go build -mod=mod` has completed it and its go.sum, and rewriting
+// it would throw that work away.
+func (b *Builder) writeToolsModule(ctx context.Context, set binarySet, modDir string) error {
+	if err := os.MkdirAll(modDir, 0o755); err != nil {
+		return fmt.Errorf("creating tools module folder: %w", err)
+	}
+	goMod, err := set.goMod(ctx)
+	if err != nil {
+		return err
+	}
+	seedPath := filepath.Join(modDir, "go.mod.seed")
+	if old, err := os.ReadFile(seedPath); err == nil && bytes.Equal(old, goMod) {
+		return nil
+	}
+	if err := writeFileAtomic(filepath.Join(modDir, "go.mod"), goMod, 0o644); err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Join(modDir, "go.sum"))
+	return writeFileAtomic(seedPath, goMod, 0o644)
+}
+
+// scratchParent is where a build's scratch output folder goes: the generated tools module,
+// or, for a module of this repository, the cache (never the work tree).
+func (b *Builder) scratchParent(set binarySet, modDir string) string {
+	if set.srcDir == "" {
+		return modDir
+	}
+	return b.cacheDir
 }
 
 var majorSuffix = regexp.MustCompile(`^v[0-9]+$`)
@@ -325,18 +350,12 @@ func (b *Builder) cacheDirOrRoot() string {
 
 // upstreamGoModJSON downloads module@version and returns its go.mod as `go mod edit -json`.
 func (b *Builder) upstreamGoModJSON(ctx context.Context, module, version string) ([]byte, error) {
+	info, err := b.download(ctx, module, version)
+	if err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
-	cmd := b.goCommand(ctx, b.cacheDirOrRoot(), "mod", "download", "-json", module+"@"+version)
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go mod download %s@%s: %w", module, version, err)
-	}
-	var info struct{ GoMod string }
-	if err := json.Unmarshal(out.Bytes(), &info); err != nil || info.GoMod == "" {
-		return nil, fmt.Errorf("go mod download %s@%s: no GoMod path in %q", module, version, out.String())
-	}
-	out.Reset()
-	cmd = b.goCommand(ctx, b.cacheDirOrRoot(), "mod", "edit", "-json", info.GoMod)
+	cmd := b.goCommand(ctx, b.cacheDirOrRoot(), "mod", "edit", "-json", info.GoMod)
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("go mod edit -json %s: %w", info.GoMod, err)
