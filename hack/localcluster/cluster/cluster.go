@@ -47,6 +47,9 @@ type Cluster struct {
 	apiEtcdDir string
 	coreDNSDir string
 	etcdDirs   map[string]string
+	// certManagerDir holds cert-manager's controllers, built from hack/certmanager at
+	// certManagerVersion (read from its go.mod).
+	certManagerDir, certManagerVersion string
 }
 
 // New returns the cluster described by opts. It does not touch the machine.
@@ -167,7 +170,13 @@ func (c *Cluster) resolveBinaries(ctx context.Context) error {
 			return err
 		}
 	}
-	c.apiEtcdDir, err = c.builder.Etcd(ctx, c.versions.EnvtestEtcd)
+	if c.apiEtcdDir, err = c.builder.Etcd(ctx, c.versions.EnvtestEtcd); err != nil {
+		return err
+	}
+	if c.certManagerVersion, err = pinned.CertManagerVersion(c.repoRoot); err != nil {
+		return err
+	}
+	c.certManagerDir, err = c.builder.CertManager(ctx, c.repoRoot)
 	return err
 }
 

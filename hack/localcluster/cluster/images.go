@@ -190,8 +190,8 @@ func (c *Cluster) goBuildStatic(ctx context.Context, pkg, out string) error {
 	return nil
 }
 
-// buildImages writes the archives of the pause image, one etcd image per pinned version and,
-// when the work tree has it, the operator image.
+// buildImages writes the archives of the pause image, one etcd image per pinned version,
+// cert-manager's controllers and, when the work tree has it, the operator image.
 func (c *Cluster) buildImages(ctx context.Context, etcdDirs map[string]string) ([]string, error) {
 	binDir := filepath.Join(c.layout.images(), "bin")
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
@@ -207,6 +207,7 @@ func (c *Cluster) buildImages(ctx context.Context, etcdDirs map[string]string) (
 		entrypoint: []string{"/pause"},
 		user:       "65535:65535",
 	}}
+	specs = append(specs, c.certManagerImage())
 	versions := make([]string, 0, len(etcdDirs))
 	for v := range etcdDirs {
 		versions = append(versions, v)
