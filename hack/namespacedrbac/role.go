@@ -56,6 +56,7 @@ var scope = map[string]bool{
 	"etcddefragpolicies":                true,
 	"etcddefragpolicies/status":         true,
 	"etcddefragpolicies/finalizers":     true,
+	"certificates":                      true, // cert-manager.io, created per cluster
 	"nodes":                             false,
 	"persistentvolumes":                 false,
 	"storageclasses":                    false,

@@ -12,7 +12,8 @@ import (
 )
 
 // TestUnsupportedNamesEachField: every field whose feature is not built yet is named, and a
-// spec without them (peer TLS from a Secret, auth present but disabled) names none.
+// spec without them (peer TLS from a Secret or cert-manager, auth present but disabled) names
+// none.
 func TestUnsupportedNamesEachField(t *testing.T) {
 	t.Parallel()
 	ref := &corev1.LocalObjectReference{Name: "s"}
@@ -26,8 +27,7 @@ func TestUnsupportedNamesEachField(t *testing.T) {
 		"client TLS": {spec: etcdv1alpha2.EtcdClusterSpec{TLS: &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: ref}}},
 			want: []string{"spec.tls.client "}},
 		"peer cert-manager": {spec: etcdv1alpha2.EtcdClusterSpec{TLS: &etcdv1alpha2.EtcdClusterTLS{Peer: &etcdv1alpha2.PeerTLS{
-			CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: etcdv1alpha2.IssuerReference{Name: "ca"}}}}},
-			want: []string{"spec.tls.peer.certManager "}},
+			CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: etcdv1alpha2.IssuerReference{Name: "ca"}}}}}},
 		"auth and client TLS": {spec: etcdv1alpha2.EtcdClusterSpec{
 			TLS:  &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: ref}},
 			Auth: &etcdv1alpha2.AuthSpec{Enabled: true, RootCredentialsSecretRef: ref}},

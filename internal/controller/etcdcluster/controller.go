@@ -104,6 +104,9 @@ type Reconciler struct {
 	// logTail reads a member's log tail from its guard while quorum is lost
 	// (docs/design/quorum-recovery.md).
 	logTail logTailReader
+	// clusterDomain is the Kubernetes DNS domain (--cluster-domain), for the names in the
+	// cert-manager Certificates.
+	clusterDomain string
 }
 
 // Option configures a Reconciler.
@@ -153,6 +156,11 @@ func WithGuardImage(image string) Option { return func(r *Reconciler) { r.guardI
 // spec.storage.size is then reported StorageExpansionUnsupported with how to grow it by hand
 // (docs/design/storage.md).
 func WithoutClusterScopedReads() Option { return func(r *Reconciler) { r.noStorageClassReads = true } }
+
+// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain) the SANs of the
+// cert-manager Certificates carry besides the short names (docs/tls.md, "cert-manager"); empty
+// means defaultClusterDomain.
+func WithClusterDomain(domain string) Option { return func(r *Reconciler) { r.clusterDomain = domain } }
 
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {
@@ -265,7 +273,8 @@ func deadlineChanged() predicate.Predicate {
 //     and stop (no cluster finalizer: garbage collection removes members, Services, PDB and,
 //     under reclaimPolicy Delete, PVCs). Annotation adoption-in-progress → stop without a write.
 //  2. Observe, once: EtcdMembers, Pods, PVCs, StorageClasses (only while a PVC is smaller than
-//     the latched size), the TLS material spec.tls asks for that is missing, and etcd's view
+//     the latched size), the TLS material spec.tls asks for that is missing (cert-manager
+//     Certificates included), and etcd's view
 //     (MemberList, Status of every member endpoint, alarms, leader), and, when due, the voters'
 //     keyspace hashes (observe_hash.go). A failed read ends the
 //     pass with its error and no status write: nothing honest could be written.
@@ -273,9 +282,10 @@ func deadlineChanged() predicate.Predicate {
 //     decision on the target (including the version rules), the writes that disrupt nothing
 //     (member status fields, in-place template fields, storage growth) and the one step.
 //  4. Execute, in order, each step able to end the pass: the headless and client Services;
-//     the Warnings the plan calls for; an adoption ends the pass here (requeue after
-//     nextStepDelay), so that it is written before anything acts on it; the member status
-//     fields; the in-place template fields; the PVC requests and recorded sizes; the step.
+//     the missing cert-manager Certificates; the Warnings the plan calls for; an adoption ends
+//     the pass here (requeue after nextStepDelay), so that it is written before anything acts
+//     on it; the member status fields; the in-place template fields; the PVC requests and
+//     recorded sizes; the step.
 //  5. Always, once anything was observed: render status and conditions from the plan, apply
 //     the PDB, patch status once if it changed, record metrics.
 //  6. Requeue: what the executed step asked for; after a write conflict, quietly after
@@ -311,6 +321,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	metrics.StepDuration(ControllerName, "plan", time.Since(start))
 	res, err := step.Run(ctx, func(name string, took time.Duration) { metrics.StepDuration(ControllerName, name, took) },
 		step.Named{Name: "services", Run: x.ensureServices},
+		step.Named{Name: "certificates", Run: x.ensureCertificates},
 		step.Named{Name: "announce", Run: x.announce},
 		step.Named{Name: "adopt", Run: x.stopAfterAdoption},
 		step.Named{Name: "memberStatus", Run: x.syncMemberStatus},

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +33,9 @@ type observation struct {
 	classes *storageClasses
 	// tls is the TLS material spec.tls asks for that is missing.
 	tls membership.TLS
+	// certificates are the cert-manager Certificates spec.tls asks for that do not exist,
+	// rendered for ensureCertificates (observe_certificates.go).
+	certificates []*unstructured.Unstructured
 	// etcd is what etcd answered; etcdClient is the pooled client it answered through, nil
 	// when no client could be had.
 	etcd       membership.Etcd
@@ -116,6 +120,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 		return nil, err
 	}
 	if o.tls, err = r.observeTLS(ctx, c); err != nil {
+		return nil, err
+	}
+	if o.certificates, err = r.observeCertificates(ctx, c, o.tls); err != nil {
 		return nil, err
 	}
 	var runs etcdv1alpha2.EtcdDefragList

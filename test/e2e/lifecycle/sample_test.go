@@ -87,10 +87,10 @@ func TestAPISample(t *testing.T) {
 }
 
 // TestAPISampleRefusedAsNotSupported applies the docs/api.md example, which asks for client TLS
-// and peer certificates from cert-manager, and auth: this release builds none of them, so the
-// operator must refuse it by name, as docs/design/membership-flows.md, "Features not supported
-// yet", says: Available=False, Progressing=False and Degraded=True with reason FeatureNotSupported,
-// each naming spec.tls.client, spec.tls.peer.certManager and spec.auth; and nothing that would
+// and peer certificates from cert-manager, and auth: this release builds neither client TLS nor
+// auth, so the operator must refuse it by name, as docs/design/membership-flows.md, "Features not
+// supported yet", says: Available=False, Progressing=False and Degraded=True with reason
+// FeatureNotSupported, each naming spec.tls.client and spec.auth; and nothing that would
 // start etcd while ignoring them (no EtcdMember, no Pod) across the window that follows (the
 // operator looks again every 10 s for the TLS Secrets the example names).
 func TestAPISampleRefusedAsNotSupported(t *testing.T) {
@@ -101,7 +101,7 @@ func TestAPISampleRefusedAsNotSupported(t *testing.T) {
 	start := time.Now()
 	applySample(f, name)
 	ec := &etcdv1alpha2.EtcdCluster{}
-	fields := []string{"spec.tls.client", "spec.tls.peer.certManager", "spec.auth"}
+	fields := []string{"spec.tls.client", "spec.auth"}
 	err := f.Poll("Available=False, Progressing=False, Degraded=True, all FeatureNotSupported", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
 		got, err := getCluster(ctx, f, name)
 		if err != nil {

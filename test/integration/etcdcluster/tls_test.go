@@ -70,9 +70,9 @@ func (w *world) noMembers(name string) {
 	}
 }
 
-// TestUnsupportedFeaturesRefused asks for what this operator does not build yet: client TLS and
-// peer certificates from cert-manager (the docs/api.md example's TLS), on one cluster, and a
-// restore from a snapshot on another. Each must be refused by name (docs/design/membership-flows.md,
+// TestUnsupportedFeaturesRefused asks for what this operator does not build yet: client TLS
+// (the docs/api.md example's TLS, with peer certificates from cert-manager, which are built), on
+// one cluster, and a restore from a snapshot on another. Each must be refused by name (docs/design/membership-flows.md,
 // "Features not supported yet"): Available=False, Progressing=False and Degraded=True with reason
 // FeatureNotSupported naming the fields, one Warning, and no EtcdMember, so no etcd starts that
 // would ignore them (before, the TLS cluster waited forever for a seed the operator could not
@@ -97,7 +97,7 @@ func TestUnsupportedFeaturesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, fields := range map[string][]string{
-		"cm":      {"spec.tls.client (client TLS", "spec.tls.peer.certManager (peer certificates from cert-manager"},
+		"cm":      {"spec.tls.client (client TLS"},
 		"restore": {"spec.bootstrap.restore (restore from a snapshot"},
 	} {
 		for _, c := range []struct {
@@ -154,4 +154,19 @@ func TestTLSSecretMissing(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCertManagerNotInstalled asks cert-manager for the peer certificate of a cluster on this
+// package's API server, which does not serve cert-manager's API (its CRDs are installed only in
+// test/integration/certmanager): the real, discovery-backed probe finds it missing, and the
+// cluster waits as Available=False/CertManagerNotInstalled, with no member.
+func TestCertManagerNotInstalled(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	w.newTLSCluster("cm", &etcdv1alpha2.EtcdClusterTLS{
+		Peer: &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: etcdv1alpha2.IssuerReference{Name: "ca"}}}})
+	wait.Eventually(t, convergeTimeout, "Available=False/CertManagerNotInstalled",
+		w.condition("cm", etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, membership.ReasonCertManagerNotInstalled, "cert-manager"))
+	w.noMembers("cm")
 }

@@ -32,14 +32,15 @@ func CRDDirectory() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "bases")
 }
 
-// Start starts kube-apiserver and etcd with the project's CRDs installed. scheme may be nil
-// (envtest then uses client-go's). Stop the returned environment when the package's tests end.
-func Start(scheme *k8sruntime.Scheme) (*envtest.Environment, *rest.Config, error) {
+// Start starts kube-apiserver and etcd with the project's CRDs installed, and those in
+// moreCRDs (folders, such as cert-manager's deploy/crds). scheme may be nil (envtest then uses
+// client-go's). Stop the returned environment when the package's tests end.
+func Start(scheme *k8sruntime.Scheme, moreCRDs ...string) (*envtest.Environment, *rest.Config, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, nil, ErrNoAssets
 	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{CRDDirectory()},
+		CRDDirectoryPaths:     append([]string{CRDDirectory()}, moreCRDs...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
