@@ -6,7 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/etcd-operator/etcd-operator/internal/step"
 )
@@ -17,7 +19,10 @@ const eventCertificateCreated = "CertificateCreated"
 // ensureCertificates creates the cert-manager Certificates the pass found missing. A
 // Certificate is created once and never patched: its spec is immutable in the cluster's spec
 // (spec.tls cannot change), and a user who edits it (a longer duration, another key size) keeps
-// the edit. Another writer creating it first is not an error.
+// the edit. Another writer creating it first is not an error. Neither is cert-manager's API
+// having gone since the probe last looked (a create answered NotFound, or no REST mapping):
+// the pass goes on without the Certificates, the cluster waits for their Secrets, and the next
+// probe reports CertManagerNotInstalled.
 func (x *executor) ensureCertificates(ctx context.Context) (step.Result, error) {
 	for _, want := range x.obs.certificates {
 		cert := want.DeepCopy()
@@ -25,6 +30,9 @@ func (x *executor) ensureCertificates(ctx context.Context) (step.Result, error) 
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			continue
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			logf.FromContext(ctx).Info("Not creating the cert-manager Certificates: the API server no longer serves them", "certificate", cert.GetName())
+			return step.Continue, nil
 		case err != nil:
 			return step.Result{}, fmt.Errorf("creating Certificate %s: %w", cert.GetName(), err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,8 @@ func (r *Reconciler) observeCertificates(ctx context.Context, c *etcdv1alpha2.Et
 		have.SetGroupVersionKind(certmanager.GroupVersionKind)
 		err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(want), have)
 		switch {
+		case meta.IsNoMatchError(err):
+			return nil, nil // cert-manager's API went since the probe looked: nothing to create
 		case apierrors.IsNotFound(err):
 			missing = append(missing, want)
 		case err != nil:

@@ -42,21 +42,7 @@ func TestCertManagerIssuesCAChain(t *testing.T) {
 	f.Record("cert-manager-install", time.Since(start), "CRDs and controller Available (idempotent: less when installed)")
 
 	start = time.Now()
-	selfSigned := "selfsigned-" + f.Namespace // cluster-scoped: named after the test namespace
-	create(t, f, clusterIssuers, "", map[string]any{"kind": "ClusterIssuer", "metadata": map[string]any{"name": selfSigned},
-		"spec": map[string]any{"selfSigned": map[string]any{}}})
-	t.Cleanup(func() {
-		err := f.Dynamic.Resource(clusterIssuers).Delete(context.WithoutCancel(f.Ctx), selfSigned, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting ClusterIssuer %s: %v", selfSigned, err)
-		}
-	})
-	create(t, f, certificates, f.Namespace, certificate("ca", "ca-tls", map[string]any{
-		"isCA": true, "commonName": "e2e CA",
-		"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": selfSigned, "group": "cert-manager.io"},
-	}))
-	create(t, f, issuers, f.Namespace, map[string]any{"kind": "Issuer", "metadata": map[string]any{"name": "ca"},
-		"spec": map[string]any{"ca": map[string]any{"secretName": "ca-tls"}}})
+	caIssuer(t, f, "ca")
 	create(t, f, certificates, f.Namespace, certificate("leaf", "leaf-tls", map[string]any{
 		"dnsNames":  []any{"leaf." + f.Namespace + ".svc"},
 		"usages":    []any{"digital signature", "key encipherment", "server auth", "client auth"},
@@ -67,6 +53,28 @@ func TestCertManagerIssuesCAChain(t *testing.T) {
 	if err := verifyLeaf(data["tls.crt"], data["ca.crt"], "leaf."+f.Namespace+".svc"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// caIssuer creates, in the test namespace, a CA Issuer named name whose CA cert-manager issues
+// from a SelfSigned ClusterIssuer (cluster-scoped, so named after the test namespace and
+// deleted when the test ends): the chain a cluster's certificates come from.
+func caIssuer(t *testing.T, f *framework.Test, name string) {
+	t.Helper()
+	selfSigned := "selfsigned-" + f.Namespace
+	create(t, f, clusterIssuers, "", map[string]any{"kind": "ClusterIssuer", "metadata": map[string]any{"name": selfSigned},
+		"spec": map[string]any{"selfSigned": map[string]any{}}})
+	t.Cleanup(func() {
+		err := f.Dynamic.Resource(clusterIssuers).Delete(context.WithoutCancel(f.Ctx), selfSigned, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting ClusterIssuer %s: %v", selfSigned, err)
+		}
+	})
+	create(t, f, certificates, f.Namespace, certificate(name, name+"-tls", map[string]any{
+		"isCA": true, "commonName": "e2e CA " + name,
+		"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": selfSigned, "group": "cert-manager.io"},
+	}))
+	create(t, f, issuers, f.Namespace, map[string]any{"kind": "Issuer", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"ca": map[string]any{"secretName": name + "-tls"}}})
 }
 
 // certificate renders a cert-manager Certificate named name into secretName with spec.

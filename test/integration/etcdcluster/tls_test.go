@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
@@ -168,5 +169,25 @@ func TestCertManagerNotInstalled(t *testing.T) {
 		Peer: &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: etcdv1alpha2.IssuerReference{Name: "ca"}}}})
 	wait.Eventually(t, convergeTimeout, "Available=False/CertManagerNotInstalled",
 		w.condition("cm", etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse, membership.ReasonCertManagerNotInstalled, "cert-manager"))
+	w.noMembers("cm")
+}
+
+// installedProbe says cert-manager's API is served, whatever the API server says.
+type installedProbe struct{}
+
+func (installedProbe) CertManagerInstalled() (bool, error) { return true, nil }
+
+// TestCertManagerGoneBeforeReprobe: the probe trusts its answer for a minute, so a pass may
+// believe cert-manager installed after its CRDs went (here: never installed on this API server).
+// The pass must not fail on the Certificates it cannot read or create: it goes on, and the
+// cluster reports the missing peer Secret (Degraded=True/TLSSecretMissing) rather than nothing.
+func TestCertManagerGoneBeforeReprobe(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController(etcdcluster.WithCertManagerProbe(installedProbe{}))
+	w.newTLSCluster("cm", &etcdv1alpha2.EtcdClusterTLS{
+		Peer: &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: etcdv1alpha2.IssuerReference{Name: "ca"}}}})
+	wait.Eventually(t, convergeTimeout, "Degraded=True/TLSSecretMissing",
+		w.condition("cm", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonTLSSecretMissing, "cm-peer-tls"))
 	w.noMembers("cm")
 }
