@@ -187,15 +187,15 @@ func refusals(f *framework.Test, pki *byoPKI, name, password string) {
 		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
 	// Signed by the peer CA itself: only --peer-cert-allowed-hostname refuses it (docs/tls.md).
 	peerClient, _ := pki.peerCA.Issue(testpki.Leaf{CommonName: "root", Usages: testpki.ClientOnly})
-	clientOnPeer := pki.config(peerClient)
+	clientOnPeer := presenting(pki.config(testpki.Pair{}), peerClient)
 	client := "https://" + ip + ":2379"
 	for _, c := range []struct {
 		name string
 		try  func(context.Context) error
 	}{
 		{"no client certificate", handshake(ip+":2379", pki.config(testpki.Pair{}))},
-		{"certificate from another CA", handshake(ip+":2379", pki.config(stranger))},
-		{"expired certificate", handshake(ip+":2379", pki.config(expired))},
+		{"certificate from another CA", handshake(ip+":2379", presenting(pki.config(testpki.Pair{}), stranger))},
+		{"expired certificate", handshake(ip+":2379", presenting(pki.config(testpki.Pair{}), expired))},
 		{"client-only certificate of the peer CA on the peer port", peerGet("https://"+ip+":2380/members", clientOnPeer)},
 		{"plaintext to the client port", kvWith("http://"+ip+":2379", nil, "", "")},
 		{"wrong password", kvWith(client, pki.config(pki.user), "root", password+"-wrong")},
@@ -226,6 +226,19 @@ func kvWith(ep string, t *tls.Config, user, password string) func(context.Contex
 		_, err = c.Get(ctx, "e2e-refusal-probe", clientv3.WithSerializable())
 		return err
 	}
+}
+
+// presenting makes t present pair whatever CAs the server asks for: Go's client would otherwise
+// send no certificate that none of the server's acceptable CAs signed, and the refusal tested
+// would be of a missing certificate.
+func presenting(t *tls.Config, pair testpki.Pair) *tls.Config {
+	c, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+	if err != nil {
+		panic(err) // issued by the test itself
+	}
+	t.Certificates = nil
+	t.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
+	return t
 }
 
 // handshake returns a try that completes a TLS handshake with t at addr and waits for the
