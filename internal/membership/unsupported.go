@@ -19,14 +19,6 @@ const ReasonFeatureNotSupported = "FeatureNotSupported"
 // cluster under a new cluster ID. So nothing that starts etcd goes ahead while any is set.
 func Unsupported(spec *etcdv1alpha2.EtcdClusterSpec) []string {
 	var out []string
-	if t := spec.TLS; t != nil {
-		if t.Client != nil {
-			out = append(out, "spec.tls.client (client TLS: the operator cannot reach etcd over TLS yet)")
-		}
-	}
-	if a := spec.Auth; a != nil && a.Enabled {
-		out = append(out, "spec.auth (etcd authentication)")
-	}
 	if b := spec.Bootstrap; b != nil && b.Restore != nil {
 		out = append(out, "spec.bootstrap.restore (restore from a snapshot: the seed would start empty under a new cluster ID)")
 	}

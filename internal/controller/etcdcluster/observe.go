@@ -15,6 +15,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/defrag"
+	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -36,6 +37,11 @@ type observation struct {
 	// certificates are the cert-manager Certificates spec.tls asks for that do not exist,
 	// rendered for ensureCertificates (observe_certificates.go).
 	certificates []*unstructured.Unstructured
+	// caBundles are the digests of the ca.crt of the TLS Secrets read this pass, by Secret name
+	// (desired.CADigest): they enter members' template hashes.
+	caBundles map[string]string
+	// access is what dialling etcd found wrong with the Secrets and credentials it needs.
+	access accessProblem
 	// etcd is what etcd answered; etcdClient is the pooled client it answered through, nil
 	// when no client could be had.
 	etcd       membership.Etcd
@@ -67,9 +73,7 @@ func (o *observation) key() types.NamespacedName {
 }
 
 // clientTLS reports whether the cluster's client API uses TLS.
-func (o *observation) clientTLS() bool {
-	return o.cluster.Spec.TLS != nil && o.cluster.Spec.TLS.Client != nil
-}
+func (o *observation) clientTLS() bool { return etcdaccess.ClientTLS(o.cluster) }
 
 // member returns the observed EtcdMember named name.
 func (o *observation) member(name string) (*etcdv1alpha2.EtcdMember, error) {
@@ -119,7 +123,10 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 	if o.classes, err = r.observeStorageClasses(ctx, o); err != nil {
 		return nil, err
 	}
-	if o.tls, err = r.observeTLS(ctx, c); err != nil {
+	if o.tls, o.caBundles, err = r.observeTLS(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := r.observeCredentials(ctx, o); err != nil {
 		return nil, err
 	}
 	if o.certificates, err = r.observeCertificates(ctx, c, o.tls); err != nil {

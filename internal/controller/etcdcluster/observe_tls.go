@@ -8,10 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -51,33 +51,35 @@ func tlsSecretNames(c *etcdv1alpha2.EtcdCluster) []string {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // observeTLS finds which of the TLS material spec.tls asks for is missing (docs/design/membership-flows.md, "Bootstrap"):
-// cert-manager's API, and the Secrets, read uncached and by name (metadata only: the operator
-// has no business holding key material it does not use).
-func (r *Reconciler) observeTLS(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (membership.TLS, error) {
+// cert-manager's API, and the Secrets, read uncached and by name. It also returns the digests
+// of the Secrets' CA bundles, which enter members' template hashes (docs/tls.md, "Rotation").
+func (r *Reconciler) observeTLS(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (membership.TLS, map[string]string, error) {
 	var t membership.TLS
 	if c.Spec.TLS == nil {
-		return t, nil
+		return t, nil, nil
 	}
 	if certManagerRequested(c.Spec.TLS) {
 		if r.certManager == nil {
-			return t, errNoProbe
+			return t, nil, errNoProbe
 		}
 		installed, err := r.certManager.CertManagerInstalled()
 		if err != nil {
-			return t, err
+			return t, nil, err
 		}
 		t.CertManagerMissing = !installed
 	}
+	bundles := map[string]string{}
 	for _, name := range tlsSecretNames(c) {
-		s := &metav1.PartialObjectMetadata{}
-		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		s := &corev1.Secret{}
 		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s)
 		switch {
 		case apierrors.IsNotFound(err):
 			t.MissingSecrets = append(t.MissingSecrets, name)
 		case err != nil:
-			return t, fmt.Errorf("reading TLS Secret %s: %w", name, err)
+			return t, nil, fmt.Errorf("reading TLS Secret %s: %w", name, err)
+		default:
+			bundles[name] = desired.CADigest(s.Data[desired.CACertKey])
 		}
 	}
-	return t, nil
+	return t, bundles, nil
 }

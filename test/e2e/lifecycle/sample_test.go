@@ -19,8 +19,9 @@ import (
 )
 
 // apiSample is the example of docs/api.md, "Example", unchanged but for its namespace (tenant-a
-// becomes the test namespace). It asks for cert-manager TLS and auth; this operator version
-// implements neither yet (it refuses them by name and starts nothing).
+// becomes the test namespace). It asks cert-manager for its certificates, from an Issuer etcd-ca
+// that the test namespace does not have, and for auth with a Secret it does not have either: the
+// operator waits for that TLS material and starts nothing.
 const apiSample = `apiVersion: etcd-operator.cozystack.io/v1alpha2
 kind: EtcdCluster
 metadata: {name: etcd, namespace: tenant-a}
@@ -86,14 +87,13 @@ func TestAPISample(t *testing.T) {
 	}
 }
 
-// TestAPISampleRefusedAsNotSupported applies the docs/api.md example, which asks for client TLS
-// and peer certificates from cert-manager, and auth: this release builds neither client TLS nor
-// auth, so the operator must refuse it by name, as docs/design/membership-flows.md, "Features not
-// supported yet", says: Available=False, Progressing=False and Degraded=True with reason
-// FeatureNotSupported, each naming spec.tls.client and spec.auth; and nothing that would
-// start etcd while ignoring them (no EtcdMember, no Pod) across the window that follows (the
-// operator looks again every 10 s for the TLS Secrets the example names).
-func TestAPISampleRefusedAsNotSupported(t *testing.T) {
+// TestAPISampleWaitsForTLSMaterial applies the docs/api.md example, whose certificates come from
+// cert-manager and an Issuer etcd-ca that does not exist: whether or not cert-manager is installed
+// (other tests install it), no certificate is ever issued, so the operator must report the
+// missing Secrets by name (Degraded=True/TLSSecretMissing), not be Available (CertManagerNotInstalled
+// without cert-manager, else Bootstrapping), and start nothing that would run without them (no
+// EtcdMember, no Pod) across the window that follows (it looks again every 10 s).
+func TestAPISampleWaitsForTLSMaterial(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Smoke, framework.Security)
 	requireOperator(f)
@@ -101,8 +101,8 @@ func TestAPISampleRefusedAsNotSupported(t *testing.T) {
 	start := time.Now()
 	applySample(f, name)
 	ec := &etcdv1alpha2.EtcdCluster{}
-	fields := []string{"spec.tls.client", "spec.auth"}
-	err := f.Poll("Available=False, Progressing=False, Degraded=True, all FeatureNotSupported", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+	secrets := []string{"etcd-operator-client-tls", "etcd-peer-tls", "etcd-server-tls"}
+	err := f.Poll("Degraded=True/TLSSecretMissing, Available=False", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
 		got, err := getCluster(ctx, f, name)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -111,16 +111,14 @@ func TestAPISampleRefusedAsNotSupported(t *testing.T) {
 			return false, err.Error(), nil
 		}
 		ec = got
-		for typ, want := range map[string]metav1.ConditionStatus{etcdv1alpha2.ConditionAvailable: metav1.ConditionFalse,
-			etcdv1alpha2.ConditionProgressing: metav1.ConditionFalse, etcdv1alpha2.ConditionDegraded: metav1.ConditionTrue} {
-			c := findCond(ec, typ)
-			if c == nil || c.Status != want || c.Reason != "FeatureNotSupported" {
-				return false, clusterState(ec), nil
-			}
-			for _, field := range fields {
-				if !strings.Contains(c.Message, field) {
-					return false, "", fmt.Errorf("%s message %q does not name %s", typ, c.Message, field)
-				}
+		d, a := findCond(ec, etcdv1alpha2.ConditionDegraded), findCond(ec, etcdv1alpha2.ConditionAvailable)
+		if d == nil || d.Status != metav1.ConditionTrue || d.Reason != "TLSSecretMissing" || a == nil || a.Status != metav1.ConditionFalse ||
+			(a.Reason != "CertManagerNotInstalled" && a.Reason != "Bootstrapping") {
+			return false, clusterState(ec), nil
+		}
+		for _, secret := range secrets {
+			if !strings.Contains(d.Message, secret) {
+				return false, "", fmt.Errorf("Degraded message %q does not name %s", d.Message, secret)
 			}
 		}
 		return true, clusterState(ec), nil
@@ -129,11 +127,11 @@ func TestAPISampleRefusedAsNotSupported(t *testing.T) {
 		logSampleConditions(f, ec, name)
 		t.Fatal(err)
 	}
-	f.Record("sample-feature-not-supported", since(start), "docs/api.md example: apply → FeatureNotSupported")
+	f.Record("sample-tls-secret-missing", since(start), "docs/api.md example: apply → TLSSecretMissing")
 	for _, c := range ec.Status.Conditions {
 		t.Logf("  %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
 	}
-	refused := time.Now()
+	waiting := time.Now()
 	err = f.Poll("no EtcdMember and no Pod across two TLS Secret looks", 60*time.Second, func(ctx context.Context) (bool, string, error) {
 		members, err := listMembers(ctx, f, name)
 		if err != nil {
@@ -144,9 +142,9 @@ func TestAPISampleRefusedAsNotSupported(t *testing.T) {
 			return false, err.Error(), nil
 		}
 		if len(members) != 0 || len(pods.Items) != 0 {
-			return false, "", fmt.Errorf("%d EtcdMembers and %d Pods exist although the sample asks for what is not supported", len(members), len(pods.Items))
+			return false, "", fmt.Errorf("%d EtcdMembers and %d Pods exist although the sample's TLS Secrets do not", len(members), len(pods.Items))
 		}
-		return time.Since(refused) > 25*time.Second, "watching", nil
+		return time.Since(waiting) > 25*time.Second, "watching", nil
 	})
 	if err != nil {
 		t.Fatal(err)

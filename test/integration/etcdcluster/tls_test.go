@@ -16,6 +16,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
@@ -71,22 +72,16 @@ func (w *world) noMembers(name string) {
 	}
 }
 
-// TestUnsupportedFeaturesRefused asks for what this operator does not build yet: client TLS
-// (the docs/api.md example's TLS, with peer certificates from cert-manager, which are built), on
-// one cluster, and a restore from a snapshot on another. Each must be refused by name (docs/design/membership-flows.md,
-// "Features not supported yet"): Available=False, Progressing=False and Degraded=True with reason
-// FeatureNotSupported naming the fields, one Warning, and no EtcdMember, so no etcd starts that
-// would ignore them (before, the TLS cluster waited forever for a seed the operator could not
-// reach, and the restore booted an empty cluster under a new cluster ID).
+// TestUnsupportedFeaturesRefused asks for what this operator does not build yet: a restore from
+// a snapshot (TLS, from Secrets or cert-manager, and auth are built). It must be refused by name
+// (docs/design/membership-flows.md, "Features not supported yet"): Available=False,
+// Progressing=False and Degraded=True with reason FeatureNotSupported naming the field, one
+// Warning, and no EtcdMember, so no etcd starts that would ignore it (before, the restore booted
+// an empty cluster under a new cluster ID).
 func TestUnsupportedFeaturesRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	w.startController()
-	issuer := etcdv1alpha2.IssuerReference{Name: "ca"}
-	w.newTLSCluster("cm", &etcdv1alpha2.EtcdClusterTLS{
-		Client: &etcdv1alpha2.ClientTLS{CertManager: &etcdv1alpha2.ClientCertManagerTLS{ServerIssuerRef: issuer, OperatorClientIssuerRef: &issuer}},
-		Peer:   &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: issuer}},
-	})
 	restore := &etcdv1alpha2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "restore"},
 		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: "3.6.5",
@@ -98,7 +93,6 @@ func TestUnsupportedFeaturesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, fields := range map[string][]string{
-		"cm":      {"spec.tls.client (client TLS"},
 		"restore": {"spec.bootstrap.restore (restore from a snapshot"},
 	} {
 		for _, c := range []struct {
@@ -110,15 +104,12 @@ func TestUnsupportedFeaturesRefused(t *testing.T) {
 				w.condition(name, c.t, c.st, membership.ReasonFeatureNotSupported, append(fields, "not supported yet", "no member is started")...))
 		}
 	}
-	// Across the fixed TLS requeue that follows, nothing is created and nothing announced twice.
+	// Across the passes that follow, nothing is created and nothing announced twice.
 	for end := time.Now().Add(tlsSecretWait); time.Now().Before(end); time.Sleep(time.Second) {
-		w.noMembers("cm")
 		w.noMembers("restore")
 	}
-	for _, name := range []string{"cm", "restore"} {
-		if n := w.eventCount(name, membership.ReasonFeatureNotSupported); n != 1 {
-			t.Errorf("%s: %d FeatureNotSupported Events, want 1", name, n)
-		}
+	if n := w.eventCount("restore", membership.ReasonFeatureNotSupported); n != 1 {
+		t.Errorf("restore: %d FeatureNotSupported Events, want 1", n)
 	}
 }
 
@@ -152,6 +143,51 @@ func TestTLSSecretMissing(t *testing.T) {
 	wait.Eventually(t, convergeTimeout, "no longer TLSSecretMissing", func() error {
 		if c := meta.FindStatusCondition(w.cluster("byo").Status.Conditions, etcdv1alpha2.ConditionDegraded); c == nil || c.Reason == membership.ReasonTLSSecretMissing {
 			return fmt.Errorf("Degraded = %+v", c)
+		}
+		return nil
+	})
+}
+
+// TestAuthSecretInvalid asks for auth with a credentials Secret whose password key is missing:
+// Degraded=True/AuthSecretInvalid names the Secret, the key and the fix before auth is ever
+// enabled; once the Secret holds a password the condition clears within AccessRetry.
+func TestAuthSecretInvalid(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	ca, err := testpki.NewCA("auth-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "auth-server"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("x"), "ca.crt": ca.CertPEM}}
+	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "auth-root"}, Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte("root")}}
+	for _, s := range []*corev1.Secret{server, root} {
+		if err := k8s.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "auth"},
+		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To[int32](1), Version: "3.6.5",
+			Storage: etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+			TLS:     &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "auth-server"}}},
+			Auth:    &etcdv1alpha2.AuthSpec{Enabled: true, RootCredentialsSecretRef: &corev1.LocalObjectReference{Name: "auth-root"}}},
+	}
+	if err := w.createCluster(c); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, convergeTimeout, "Degraded=True/AuthSecretInvalid",
+		w.condition("auth", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonAuthSecretInvalid,
+			"Secret auth-root key password is missing or empty", "kubectl create secret generic auth-root"))
+	root.Data["password"] = []byte("a-password")
+	if err := k8s.Update(t.Context(), root); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, membership.AccessRetry+10*time.Second, "AuthSecretInvalid cleared", func() error {
+		if d := meta.FindStatusCondition(w.cluster("auth").Status.Conditions, etcdv1alpha2.ConditionDegraded); d == nil || d.Reason == membership.ReasonAuthSecretInvalid {
+			return fmt.Errorf("Degraded = %+v", d)
 		}
 		return nil
 	})
