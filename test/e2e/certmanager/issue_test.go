@@ -42,7 +42,7 @@ func TestCertManagerIssuesCAChain(t *testing.T) {
 	f.Record("cert-manager-install", time.Since(start), "CRDs and controller Available (idempotent: less when installed)")
 
 	start = time.Now()
-	caIssuer(t, f, "ca")
+	caIssuers(t, f, "ca")
 	create(t, f, certificates, f.Namespace, certificate("leaf", "leaf-tls", map[string]any{
 		"dnsNames":  []any{"leaf." + f.Namespace + ".svc"},
 		"usages":    []any{"digital signature", "key encipherment", "server auth", "client auth"},
@@ -55,10 +55,10 @@ func TestCertManagerIssuesCAChain(t *testing.T) {
 	}
 }
 
-// caIssuer creates, in the test namespace, a CA Issuer named name whose CA cert-manager issues
-// from a SelfSigned ClusterIssuer (cluster-scoped, so named after the test namespace and
-// deleted when the test ends): the chain a cluster's certificates come from.
-func caIssuer(t *testing.T, f *framework.Test, name string) {
+// caIssuers creates, in the test namespace, a CA Issuer for each of names, each with its own CA
+// that cert-manager issues from a SelfSigned ClusterIssuer (cluster-scoped, so named after the
+// test namespace and deleted when the test ends): the chain a cluster's certificates come from.
+func caIssuers(t *testing.T, f *framework.Test, names ...string) {
 	t.Helper()
 	selfSigned := "selfsigned-" + f.Namespace
 	create(t, f, clusterIssuers, "", map[string]any{"kind": "ClusterIssuer", "metadata": map[string]any{"name": selfSigned},
@@ -69,12 +69,14 @@ func caIssuer(t *testing.T, f *framework.Test, name string) {
 			t.Errorf("deleting ClusterIssuer %s: %v", selfSigned, err)
 		}
 	})
-	create(t, f, certificates, f.Namespace, certificate(name, name+"-tls", map[string]any{
-		"isCA": true, "commonName": "e2e CA " + name,
-		"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": selfSigned, "group": "cert-manager.io"},
-	}))
-	create(t, f, issuers, f.Namespace, map[string]any{"kind": "Issuer", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{"ca": map[string]any{"secretName": name + "-tls"}}})
+	for _, name := range names {
+		create(t, f, certificates, f.Namespace, certificate(name, name+"-tls", map[string]any{
+			"isCA": true, "commonName": "e2e CA " + name,
+			"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": selfSigned, "group": "cert-manager.io"},
+		}))
+		create(t, f, issuers, f.Namespace, map[string]any{"kind": "Issuer", "metadata": map[string]any{"name": name},
+			"spec": map[string]any{"ca": map[string]any{"secretName": name + "-tls"}}})
+	}
 }
 
 // certificate renders a cert-manager Certificate named name into secretName with spec.

@@ -74,7 +74,7 @@ func TestCertManagerNotInstalledThenInstalled(t *testing.T) {
 	if err := f.InstallCertManager(f.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	caIssuer(t, f, "etcd-ca")
+	caIssuers(t, f, "etcd-ca")
 	waitAvailable(t, f, c, ec.Name, 1)
 	f.Record("cert-manager-installed-to-available", time.Since(start), "install, issuer, operator re-probes (≤ 60 s), Certificate, 1 member Available")
 }

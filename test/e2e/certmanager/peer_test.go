@@ -45,7 +45,7 @@ func TestPeerTLSFromCertManager(t *testing.T) {
 	if err := f.InstallCertManager(f.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	caIssuer(t, f, "etcd-ca")
+	caIssuers(t, f, "etcd-ca")
 	c, err := f.NewClient(etcdv1alpha2.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
