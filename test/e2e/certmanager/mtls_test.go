@@ -4,6 +4,7 @@ package certmanager
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestMutualTLSFromCertManager(t *testing.T) {
 	caIssuers(t, f, "client-ca", "peer-ca")
 	const name = "etcd"
 	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: name + "-root"}, Type: corev1.SecretTypeBasicAuth,
-		StringData: map[string]string{"username": "root", "password": "e2e-CertManager-Pw-4d8s"}}
+		StringData: map[string]string{"username": "root", "password": rand.Text()}}
 	if _, err := f.Kube.CoreV1().Secrets(f.Namespace).Create(f.Ctx, root, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +149,11 @@ func putGet(f *framework.Test, name string, t clientTLS) error {
 		return fmt.Errorf("put: %w", err)
 	}
 	resp, err := cli.Get(ctx, "e2e-cert-manager", clientv3.WithSerializable())
-	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "ok" {
-		return fmt.Errorf("get: %v, %v", resp, err)
+	if err != nil {
+		return fmt.Errorf("get: %w", err)
+	}
+	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "ok" {
+		return fmt.Errorf("get: read back %v", resp.Kvs)
 	}
 	return nil
 }
