@@ -240,6 +240,8 @@ func degraded(in ConditionInput) metav1.Condition {
 		return t(ReasonAlarmActive, noSpaceMessage(s))
 	case len(s.TLS.MissingSecrets) > 0:
 		return t(ReasonTLSSecretMissing, tlsSecretMessage(s.TLS))
+	case len(s.TLS.Certificates) > 0:
+		return t(ReasonCertificateInvalid, certificateMessage(s.TLS))
 	case len(blocked) > 0:
 		return t(ReasonMemberDeletionBlocked, fmt.Sprintf("deletion of %s is held because the operator did not initiate it; annotate the member with %s=true to let it be replaced",
 			strings.Join(blocked, ", "), etcdv1alpha2.AnnotationAllowDeletion))
