@@ -23,6 +23,10 @@ func Unsupported(spec *etcdv1alpha2.EtcdClusterSpec) []string {
 		if t.Client != nil {
 			out = append(out, "spec.tls.client (client TLS: the operator cannot reach etcd over TLS yet)")
 		}
+		if t.Managed != nil {
+			// The operator issues the certificates already; it cannot dial members over them.
+			out = append(out, "spec.tls.managed (client TLS: the operator cannot reach etcd over TLS yet)")
+		}
 		if t.Peer != nil && t.Peer.CertManager != nil {
 			out = append(out, "spec.tls.peer.certManager (peer certificates from cert-manager: the operator creates no Certificate yet; use spec.tls.peer.secretRef)")
 		}

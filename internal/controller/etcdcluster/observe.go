@@ -30,8 +30,10 @@ type observation struct {
 	// classes are the StorageClasses, read only while some PVC is smaller than the latched
 	// size; nil otherwise.
 	classes *storageClasses
-	// tls is the TLS material spec.tls asks for that is missing.
-	tls membership.TLS
+	// tls is the TLS material spec.tls asks for that is missing or invalid; certs the rest of
+	// what was read of the certificates.
+	tls   membership.TLS
+	certs certificates
 	// etcd is what etcd answered; etcdClient is the pooled client it answered through, nil
 	// when no client could be had.
 	etcd       membership.Etcd
@@ -64,7 +66,7 @@ func (o *observation) key() types.NamespacedName {
 
 // clientTLS reports whether the cluster's client API uses TLS.
 func (o *observation) clientTLS() bool {
-	return o.cluster.Spec.TLS != nil && o.cluster.Spec.TLS.Client != nil
+	return o.cluster.Spec.TLS != nil && (o.cluster.Spec.TLS.Client != nil || o.cluster.Spec.TLS.Managed != nil)
 }
 
 // member returns the observed EtcdMember named name.
@@ -115,7 +117,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 	if o.classes, err = r.observeStorageClasses(ctx, o); err != nil {
 		return nil, err
 	}
-	if o.tls, err = r.observeTLS(ctx, c); err != nil {
+	if o.tls, o.certs, err = r.observeTLS(ctx, c, o.now); err != nil {
 		return nil, err
 	}
 	var runs etcdv1alpha2.EtcdDefragList

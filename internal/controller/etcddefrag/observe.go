@@ -98,7 +98,7 @@ func (r *Reconciler) memberPods(ctx context.Context, c *etcdv1alpha2.EtcdCluster
 // observeEtcd fills the etcd part of o from the member Pods' endpoints.
 func (r *Reconciler) observeEtcd(ctx context.Context, o *observation, pods map[string]*corev1.Pod) {
 	log := logf.FromContext(ctx)
-	tls := o.cluster.Spec.TLS != nil && o.cluster.Spec.TLS.Client != nil
+	tls := o.cluster.Spec.TLS != nil && (o.cluster.Spec.TLS.Client != nil || o.cluster.Spec.TLS.Managed != nil)
 	for name, pod := range pods {
 		o.endpoints[name] = membership.ClientURL(pod.Status.PodIP, tls)
 	}

@@ -41,7 +41,7 @@ func (r *Reconciler) etcdConfig(ctx context.Context, sc *scope) (etcdclient.Conf
 		client.MatchingLabels{etcdv1alpha2.LabelCluster: parent.Name}); err != nil {
 		return etcdclient.Config{}, fmt.Errorf("listing the cluster's Pods: %w", err)
 	}
-	clientTLS := parent.Spec.TLS != nil && parent.Spec.TLS.Client != nil
+	clientTLS := parent.Spec.TLS != nil && (parent.Spec.TLS.Client != nil || parent.Spec.TLS.Managed != nil)
 	cfg := etcdclient.Config{Endpoints: podEndpoints(pods.Items, clientTLS)}
 	if len(cfg.Endpoints) == 0 {
 		return cfg, errNoEndpoints
@@ -89,6 +89,10 @@ func podEndpoints(pods []corev1.Pod, tlsOn bool) []string {
 // are IP addresses.
 func (r *Reconciler) clientTLS(ctx context.Context, parent *etcdv1alpha2.EtcdCluster, m *etcdv1alpha2.EtcdMember) (*tls.Config, string, error) {
 	ct := parent.Spec.TLS.Client
+	if ct == nil {
+		// spec.tls.managed: the operator's own Secrets, under their cert-manager names.
+		ct = &etcdv1alpha2.ClientTLS{}
+	}
 	serverSecret := parent.Name + "-server-tls"
 	if ct.ServerSecretRef != nil {
 		serverSecret = ct.ServerSecretRef.Name
@@ -97,7 +101,7 @@ func (r *Reconciler) clientTLS(ctx context.Context, parent *etcdv1alpha2.EtcdClu
 	switch {
 	case ct.OperatorClientSecretRef != nil:
 		clientSecret = ct.OperatorClientSecretRef.Name
-	case ct.CertManager != nil && ct.CertManager.OperatorClientIssuerRef != nil:
+	case ct.CertManager != nil && ct.CertManager.OperatorClientIssuerRef != nil, parent.Spec.TLS.Managed != nil:
 		clientSecret = parent.Name + "-operator-client-tls"
 	}
 
