@@ -31,6 +31,7 @@ const (
 	// than this counts as not answering (HealthUnknown) for one pass.
 	StatusTimeout = time.Second
 	// MembershipTimeout bounds MemberAddAsLearner, MemberPromote, MemberRemove and MoveLeader,
+	// the auth changes (EnableRootAuth, ChangeRootPassword),
 	// and AlarmDisarm, which is a raft proposal too: each must be committed by a quorum, and a
 	// leadership transfer waits for the transferee to catch up.
 	MembershipTimeout = 10 * time.Second
@@ -75,6 +76,14 @@ type Client interface {
 	// HashKV returns the hash of the keyspace of the member serving endpoint at revision rev
 	// (0: its latest).
 	HashKV(ctx context.Context, endpoint string, rev int64) (HashKV, error)
+	// AuthEnabled reports whether etcd authentication is on. It needs no credentials.
+	AuthEnabled(ctx context.Context) (bool, error)
+	// EnableRootAuth makes sure user root exists with password and holds role root, then turns
+	// authentication on. Every step is idempotent, so a call interrupted anywhere can be
+	// repeated.
+	EnableRootAuth(ctx context.Context, password string) error
+	// ChangeRootPassword sets root's password.
+	ChangeRootPassword(ctx context.Context, password string) error
 }
 
 // DialedClient is a Client that holds connections and must be closed by whoever dialled it.

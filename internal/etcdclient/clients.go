@@ -12,6 +12,10 @@ type Clients[T any] interface {
 	Get(ctx context.Context, cluster string, cfg Config) (T, error)
 	// Forget closes and drops cluster's client.
 	Forget(cluster string) error
+	// Pooled returns the client pooled for cluster, whatever it was dialled with, without
+	// dialling: after Get failed to authenticate with a changed password, it still holds the
+	// session of the old one, through which the new password is set (docs/auth.md).
+	Pooled(cluster string) (T, bool)
 }
 
 var _ Clients[Client] = (*Pool)(nil)
@@ -38,3 +42,12 @@ func (n narrowed[T]) Get(ctx context.Context, cluster string, cfg Config) (T, er
 }
 
 func (n narrowed[T]) Forget(cluster string) error { return n.pool.Forget(cluster) }
+
+func (n narrowed[T]) Pooled(cluster string) (T, bool) {
+	c, ok := n.pool.Pooled(cluster)
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return n.as(c), true
+}

@@ -57,6 +57,8 @@ var (
 	ErrAuthFailed = errors.New("etcd authentication failed")
 	// ErrPermissionDenied: the authenticated user may not make the call.
 	ErrPermissionDenied = errors.New("etcd permission denied")
+	// ErrAuthRequired: authentication is on and the call carried no credentials.
+	ErrAuthRequired = errors.New("etcd authentication is on and the call carried no credentials")
 	// ErrInvalidConfig: the request or the client configuration is invalid (e.g. bad peer URLs).
 	ErrInvalidConfig = errors.New("invalid etcd request or configuration")
 	// ErrClosed: the client was closed (by the Pool when its key changed or its cluster was
@@ -126,6 +128,7 @@ var serverErrors = map[error]error{
 	rpctypes.ErrAuthFailed:                 ErrAuthFailed,
 	rpctypes.ErrInvalidAuthToken:           ErrAuthFailed,
 	rpctypes.ErrPermissionDenied:           ErrPermissionDenied,
+	rpctypes.ErrUserEmpty:                  ErrAuthRequired,
 	rpctypes.ErrMemberBadURLs:              ErrInvalidConfig,
 }
 

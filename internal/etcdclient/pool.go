@@ -152,6 +152,16 @@ func (p *Pool) Forget(cluster string) error {
 	return e.client.Close()
 }
 
+// Pooled returns cluster's pooled client without dialling (Clients.Pooled).
+func (p *Pool) Pooled(cluster string) (Client, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.clients[cluster]; ok {
+		return e.client, true
+	}
+	return nil, false
+}
+
 // Close closes every client; Get fails afterwards.
 func (p *Pool) Close() error {
 	p.mu.Lock()

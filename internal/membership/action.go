@@ -66,6 +66,12 @@ const (
 	// runs another hash (Action.Disrupts), or has nothing to do when it already runs it
 	// (docs/design/rolling-updates.md).
 	KindAuthorise Kind = "Authorise"
+	// KindEnableAuth creates root with the Secret's password and turns etcd auth on
+	// (docs/auth.md); KindLatchAuth records auth found on already; KindChangePassword sets
+	// root's password to the Secret's through the session of the previous one.
+	KindEnableAuth     Kind = "EnableAuth"
+	KindLatchAuth      Kind = "LatchAuth"
+	KindChangePassword Kind = "ChangePassword"
 )
 
 // Kinds lists every kind of action the planner returns, for the controller's test that each
@@ -73,7 +79,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{KindNone, KindWait, KindBlocked, KindCreateSeed, KindInitSeed, KindLatchClusterID, KindJoin, KindStage, KindPromote,
 		KindRemoveOrphan, KindCreateMember, KindWake, KindMoveLeader, KindRemove, KindDeletePVC, KindSetDormant, KindBackoff,
-		KindDisarmCorrupt, KindReadopt, KindAuthorise,
+		KindDisarmCorrupt, KindReadopt, KindAuthorise, KindEnableAuth, KindLatchAuth, KindChangePassword,
 		KindStartRecovery, KindStopForRecovery, KindForceNewCluster, KindFinishRecovery, KindAbortRecovery, KindRefuseApproval}
 }
 

@@ -222,6 +222,7 @@ func degraded(in ConditionInput) metav1.Condition {
 	startFailed := rollHaltedBy(s)
 	unhealthy := unhealthyMembers(s)
 	hashReason, hashMessage := hashDegraded(s, unhealthy)
+	accessReason, accessMessage := accessDegraded(s)
 	switch {
 	case AllMembersLost(s):
 		return t(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
@@ -242,6 +243,8 @@ func degraded(in ConditionInput) metav1.Condition {
 		return t(ReasonTLSSecretMissing, tlsSecretMessage(s.TLS))
 	case len(s.TLS.Certificates) > 0:
 		return t(ReasonCertificateInvalid, certificateMessage(s.TLS))
+	case accessReason != "":
+		return t(accessReason, accessMessage)
 	case len(blocked) > 0:
 		return t(ReasonMemberDeletionBlocked, fmt.Sprintf("deletion of %s is held because the operator did not initiate it; annotate the member with %s=true to let it be replaced",
 			strings.Join(blocked, ", "), etcdv1alpha2.AnnotationAllowDeletion))

@@ -14,13 +14,16 @@ import (
 // the spec asks for is missing, and does not happen while the spec asks for a feature not
 // supported yet.
 func Next(s Scope) Action {
-	return holdForDefrag(&s, holdForTLS(&s, holdForUnsupported(&s, next(s))))
+	return holdForAccess(&s, holdForDefrag(&s, holdForTLS(&s, holdForUnsupported(&s, next(s)))))
 }
 
 func next(s Scope) Action {
 	// Ahead of every other rule: without a quorum none of them can act, and the steps of a
 	// recovery must not be undone by them (a dormant member woken, say).
 	if a, ok := recoverQuorum(&s); ok {
+		return a
+	}
+	if a, ok := accessRepair(&s); ok {
 		return a
 	}
 	if a, ok := finishInterrupted(&s); ok {
@@ -56,6 +59,9 @@ func next(s Scope) Action {
 		return a
 	}
 	if a, ok := storage(&s); ok {
+		return a
+	}
+	if a, ok := enableAuth(&s); ok {
 		return a
 	}
 	return Action{Kind: KindNone, Reason: ReasonReconciled, Message: fmt.Sprintf("%d of %d members running", len(s.Running()), s.Target)}

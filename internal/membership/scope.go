@@ -222,6 +222,8 @@ type Scope struct {
 	Rolling bool
 	// TLS is the TLS material spec.tls asks for that is missing.
 	TLS TLS
+	// Access is what the pass found about the Secrets and credentials etcd is dialled with.
+	Access Access
 	// Unsupported names the spec's fields that ask for a feature not supported yet
 	// (Unsupported); nothing starts etcd while any is set.
 	Unsupported []string

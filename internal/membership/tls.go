@@ -68,7 +68,6 @@ const (
 const (
 	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
 	ReasonTLSSecretMissing        = "TLSSecretMissing"
-	ReasonCertificateInvalid      = "CertificateInvalid"
 )
 
 // startsEtcd reports whether an action leads to an etcd process starting: a member created or

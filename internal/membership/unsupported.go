@@ -19,20 +19,8 @@ const ReasonFeatureNotSupported = "FeatureNotSupported"
 // cluster under a new cluster ID. So nothing that starts etcd goes ahead while any is set.
 func Unsupported(spec *etcdv1alpha2.EtcdClusterSpec) []string {
 	var out []string
-	if t := spec.TLS; t != nil {
-		if t.Client != nil {
-			out = append(out, "spec.tls.client (client TLS: the operator cannot reach etcd over TLS yet)")
-		}
-		if t.Managed != nil {
-			// The operator issues the certificates already; it cannot dial members over them.
-			out = append(out, "spec.tls.managed (client TLS: the operator cannot reach etcd over TLS yet)")
-		}
-		if t.Peer != nil && t.Peer.CertManager != nil {
-			out = append(out, "spec.tls.peer.certManager (peer certificates from cert-manager: the operator creates no Certificate yet; use spec.tls.peer.secretRef)")
-		}
-	}
-	if a := spec.Auth; a != nil && a.Enabled {
-		out = append(out, "spec.auth (etcd authentication)")
+	if t := spec.TLS; t != nil && t.Peer != nil && t.Peer.CertManager != nil {
+		out = append(out, "spec.tls.peer.certManager (peer certificates from cert-manager: the operator creates no Certificate yet; use spec.tls.peer.secretRef)")
 	}
 	if b := spec.Bootstrap; b != nil && b.Restore != nil {
 		out = append(out, "spec.bootstrap.restore (restore from a snapshot: the seed would start empty under a new cluster ID)")

@@ -128,9 +128,9 @@ func TestTLSCache(t *testing.T) {
 	t.Parallel()
 	c := newTLSCache()
 	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
-	m := &pki.Material{CADigest: "sha256:x"}
-	c.store(a, "srv", "7", m)
-	if c.material(a, "srv", "7") != m || c.material(a, "srv", "8") != nil || c.material(b, "srv", "7") != nil {
+	m := &cachedSecret{resourceVersion: "7", material: &pki.Material{}, caDigest: "sha256:x"}
+	c.store(a, "srv", m)
+	if c.secret(a, "srv", "7") != m || c.secret(a, "srv", "8") != nil || c.secret(b, "srv", "7") != nil {
 		t.Error("material served for another version or cluster")
 	}
 	now := time.Unix(0, 0)
@@ -144,7 +144,7 @@ func TestTLSCache(t *testing.T) {
 		}
 	}
 	c.forget(a)
-	if c.material(a, "srv", "7") != nil || !c.announce(a, "srv/f1", now.Add(26*time.Hour)) {
+	if c.secret(a, "srv", "7") != nil || !c.announce(a, "srv/f1", now.Add(26*time.Hour)) {
 		t.Error("a forgotten cluster's entries survived")
 	}
 }

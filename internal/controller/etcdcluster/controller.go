@@ -63,6 +63,9 @@ type etcdAPI interface {
 	HashKV(ctx context.Context, endpoint string, rev int64) (etcdclient.HashKV, error)
 	AlarmList(ctx context.Context) ([]etcdclient.Alarm, error)
 	AlarmDisarm(ctx context.Context, alarm etcdclient.Alarm) ([]etcdclient.Alarm, error)
+	AuthEnabled(ctx context.Context) (bool, error)
+	EnableRootAuth(ctx context.Context, password string) error
+	ChangeRootPassword(ctx context.Context, password string) error
 }
 
 // asEtcdAPI narrows a pooled client to the calls this controller makes.

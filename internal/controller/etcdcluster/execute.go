@@ -56,6 +56,8 @@ type effects struct {
 	// (KindFinishRecovery, KindAbortRecovery).
 	recovery      *etcdv1alpha2.QuorumRecovery
 	clearRecovery bool
+	// authEnabled latches status.authEnabled (KindEnableAuth, KindLatchAuth).
+	authEnabled bool
 }
 
 // removal is one executed removal: the EtcdMember, and the etcd member ID when it was in etcd.
@@ -138,6 +140,9 @@ func (x *executor) executors() map[membership.Kind]func(context.Context, members
 		membership.KindBackoff:         x.backoff,
 		membership.KindReadopt:         x.readopt,
 		membership.KindAuthorise:       x.authorise,
+		membership.KindEnableAuth:      x.enableAuth,
+		membership.KindLatchAuth:       x.latchAuth,
+		membership.KindChangePassword:  x.changePassword,
 		membership.KindStartRecovery:   x.startRecovery,
 		membership.KindStopForRecovery: x.stopForRecovery,
 		membership.KindForceNewCluster: x.forceNewCluster,

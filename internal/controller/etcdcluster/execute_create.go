@@ -33,7 +33,7 @@ func (x *executor) createMember(ctx context.Context, a membership.Action) (step.
 		}
 	}
 	seed := a.Kind == membership.KindCreateSeed
-	m := newMember(c, seed, x.obs.config.templateHash)
+	m := newMember(c, seed, x.obs.templateHash)
 	if err := x.client.Create(ctx, m); err != nil {
 		return step.Result{}, fmt.Errorf("creating an EtcdMember: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/defrag"
+	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
@@ -34,6 +35,11 @@ type observation struct {
 	// what was read of the certificates.
 	tls   membership.TLS
 	certs certificates
+	// caBundles are the digests of the ca.crt of the TLS Secrets read this pass, by Secret name
+	// (desired.CADigest): they enter members' template hashes.
+	caBundles map[string]string
+	// access is what dialling etcd found wrong with the Secrets and credentials it needs.
+	access accessProblem
 	// etcd is what etcd answered; etcdClient is the pooled client it answered through, nil
 	// when no client could be had.
 	etcd       membership.Etcd
@@ -65,9 +71,7 @@ func (o *observation) key() types.NamespacedName {
 }
 
 // clientTLS reports whether the cluster's client API uses TLS.
-func (o *observation) clientTLS() bool {
-	return o.cluster.Spec.TLS != nil && (o.cluster.Spec.TLS.Client != nil || o.cluster.Spec.TLS.Managed != nil)
-}
+func (o *observation) clientTLS() bool { return etcdaccess.ClientTLS(o.cluster) }
 
 // member returns the observed EtcdMember named name.
 func (o *observation) member(name string) (*etcdv1alpha2.EtcdMember, error) {
@@ -117,7 +121,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 	if o.classes, err = r.observeStorageClasses(ctx, o); err != nil {
 		return nil, err
 	}
-	if o.tls, o.certs, err = r.observeTLS(ctx, c, o.now); err != nil {
+	if err = r.observeTLS(ctx, o); err != nil {
 		return nil, err
 	}
 	var runs etcdv1alpha2.EtcdDefragList

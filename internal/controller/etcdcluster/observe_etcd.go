@@ -40,16 +40,8 @@ func (r *Reconciler) observeEtcd(ctx context.Context, o *observation) {
 	if len(byMember) == 0 || r.etcd == nil {
 		return
 	}
-	eps := slices.Sorted(maps.Values(byMember))
-	if o.clientTLS() {
-		// The operator's TLS client material is wired with TLS support; never dial a TLS cluster
-		// in plaintext.
-		log.V(1).Info("Not dialling a TLS cluster: TLS clients are not supported yet")
-		return
-	}
-	cli, err := r.etcd.Get(ctx, o.key().String(), etcdclient.Config{Endpoints: eps})
-	if err != nil {
-		log.V(1).Info("Cannot reach etcd", "reason", err.Error())
+	cli := r.dial(ctx, o, slices.Sorted(maps.Values(byMember)))
+	if cli == nil {
 		return
 	}
 	o.etcdClient = cli

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/internal/pki"
 )
@@ -67,61 +67,50 @@ type certificates struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // observeTLS reads the TLS material spec.tls asks for (docs/design/membership-flows.md,
-// "Bootstrap"; docs/tls.md): cert-manager's API, which Secrets are missing, and what is wrong with
-// the certificates of those that exist. Secrets are read uncached and by name: their metadata on
-// every pass, their data only when their resourceVersion changed (tlsCache), and for the user's
-// own and the managed ones only: the operator has no business holding key material it does not
-// use.
-func (r *Reconciler) observeTLS(ctx context.Context, c *etcdv1alpha2.EtcdCluster, now time.Time) (membership.TLS, certificates, error) {
-	var t membership.TLS
-	var certs certificates
+// "Bootstrap"; docs/tls.md) into o: cert-manager's API, which Secrets are missing, what is wrong
+// with the certificates of those that exist, the digests of their CA bundles, which enter
+// members' template hashes (docs/tls.md, "Rotation"), and under spec.tls.managed which Secrets to
+// issue. Secrets are read uncached and by name: their metadata on every pass, their data only
+// when their resourceVersion changed (tlsCache).
+func (r *Reconciler) observeTLS(ctx context.Context, o *observation) error {
+	c := o.cluster
 	if c.Spec.TLS == nil {
-		return t, certs, nil
+		return nil
 	}
 	if certManagerRequested(c.Spec.TLS) {
 		if r.certManager == nil {
-			return t, certs, errNoProbe
+			return errNoProbe
 		}
 		installed, err := r.certManager.CertManagerInstalled()
 		if err != nil {
-			return t, certs, err
+			return err
 		}
-		t.CertManagerMissing = !installed
+		o.tls.CertManagerMissing = !installed
 	}
 	if managedTLS(c) {
-		plan, err := r.observeManaged(ctx, c, now)
-		if err != nil {
-			return t, certs, err
-		}
-		t.Issuing = plan.Missing
-		t.Certificates = certificateProblems(plan.Problems)
-		certs.managed = &plan
-		return t, certs, nil
+		return r.observeManaged(ctx, o)
 	}
-	exps := byoExpectations(c)
+	o.caBundles = map[string]string{}
 	materials := map[string]*pki.Material{}
 	for _, name := range tlsSecretNames(c) {
-		rv, err := r.secretVersion(ctx, c.Namespace, name)
-		if err != nil {
-			return t, certs, err
-		}
+		read, err := r.readSecret(ctx, c, name)
 		switch {
-		case rv == "":
-			t.MissingSecrets = append(t.MissingSecrets, name)
-		case slices.ContainsFunc(exps, func(e pki.Expectation) bool { return e.Secret == name }):
-			if materials[name], _, err = r.readMaterial(ctx, c, name, rv); err != nil {
-				return t, certs, err
-			}
+		case err != nil:
+			return err
+		case read == nil:
+			o.tls.MissingSecrets = append(o.tls.MissingSecrets, name)
+		default:
+			materials[name], o.caBundles[name] = read.material, read.caDigest
 		}
 	}
-	problems := pki.Check(exps, materials, now)
-	t.Certificates = certificateProblems(problems)
+	problems := pki.Check(byoExpectations(c), materials, o.now)
+	o.tls.Certificates = certificateProblems(problems)
 	for _, p := range problems {
 		if p.Certificate != "" {
-			certs.expiring = append(certs.expiring, p)
+			o.certs.expiring = append(o.certs.expiring, p)
 		}
 	}
-	return t, certs, nil
+	return nil
 }
 
 // certificateProblems are the problems the cluster's conditions report: all but the mere
@@ -136,8 +125,10 @@ func certificateProblems(ps []pki.Problem) []membership.CertificateProblem {
 	return out
 }
 
-// observeManaged reads the managed Secrets and plans which to write.
-func (r *Reconciler) observeManaged(ctx context.Context, c *etcdv1alpha2.EtcdCluster, now time.Time) (pki.Plan, error) {
+// observeManaged reads the managed Secrets and plans which to write. The leaves that do not
+// exist yet are not missing in the sense of TLSSecretMissing: the operator issues them itself.
+func (r *Reconciler) observeManaged(ctx context.Context, o *observation) error {
+	c := o.cluster
 	cas, leaves := managedSecrets(c, r.clusterDomain)
 	names := make([]string, 0, len(cas)+len(leaves))
 	for _, ca := range cas {
@@ -146,52 +137,53 @@ func (r *Reconciler) observeManaged(ctx context.Context, c *etcdv1alpha2.EtcdClu
 	for _, l := range leaves {
 		names = append(names, l.Secret)
 	}
+	o.caBundles = map[string]string{}
 	observed := map[string]pki.Observed{}
 	for _, name := range names {
-		rv, err := r.secretVersion(ctx, c.Namespace, name)
+		read, err := r.readSecret(ctx, c, name)
 		if err != nil {
-			return pki.Plan{}, err
+			return err
 		}
-		if rv == "" {
-			continue
+		if read != nil {
+			observed[name] = pki.Observed{ResourceVersion: read.resourceVersion, Material: read.material}
+			o.caBundles[name] = read.caDigest
 		}
-		m, rv, err := r.readMaterial(ctx, c, name, rv)
-		if err != nil {
-			return pki.Plan{}, err
-		}
-		observed[name] = pki.Observed{ResourceVersion: rv, Material: m}
 	}
-	return pki.PlanManaged(cas, leaves, observed, now), nil
+	plan := pki.PlanManaged(cas, leaves, observed, o.now)
+	o.tls.Issuing = plan.Missing
+	o.tls.Certificates = certificateProblems(plan.Problems)
+	o.certs.managed = &plan
+	return nil
 }
 
-// secretVersion reads a Secret's metadata, uncached: its resourceVersion, or "" when it does not
-// exist.
-func (r *Reconciler) secretVersion(ctx context.Context, namespace, name string) (string, error) {
-	s := &metav1.PartialObjectMetadata{}
-	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s)
+// readSecret returns a TLS Secret's parsed content, the digest of its CA bundle and the
+// resourceVersion they are of, or nil when the Secret does not exist. Its metadata is read every
+// time, uncached; its data only when the cache holds another version, because the operator has
+// no business holding or re-parsing key material that did not change.
+func (r *Reconciler) readSecret(ctx context.Context, c *etcdv1alpha2.EtcdCluster, name string) (*cachedSecret, error) {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: name}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.apiReader.Get(ctx, key, meta)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", nil
+		return nil, nil
 	case err != nil:
-		return "", fmt.Errorf("reading TLS Secret %s: %w", name, err)
+		return nil, fmt.Errorf("reading TLS Secret %s: %w", name, err)
 	}
-	return s.ResourceVersion, nil
-}
-
-// readMaterial returns the parsed content of a Secret whose metadata said resourceVersion rv:
-// from the cache when it holds that version, else read in full, uncached, and parsed. It also
-// returns the version the content is of, which a full read may find newer.
-func (r *Reconciler) readMaterial(ctx context.Context, c *etcdv1alpha2.EtcdCluster, name, rv string) (*pki.Material, string, error) {
-	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	if m := r.tlsCache.material(key, name, rv); m != nil {
-		return m, rv, nil
+	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	if cached := r.tlsCache.secret(cluster, name, meta.ResourceVersion); cached != nil {
+		return cached, nil
 	}
 	s := &corev1.Secret{}
-	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s); err != nil {
-		return nil, "", fmt.Errorf("reading TLS Secret %s: %w", name, err)
+	if err := r.apiReader.Get(ctx, key, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading TLS Secret %s: %w", name, err)
 	}
 	m := pki.Parse(s.Data)
-	r.tlsCache.store(key, name, s.ResourceVersion, &m)
-	return &m, s.ResourceVersion, nil
+	read := &cachedSecret{resourceVersion: s.ResourceVersion, material: &m, caDigest: desired.CADigest(s.Data[desired.CACertKey])}
+	r.tlsCache.store(cluster, name, read)
+	return read, nil
 }

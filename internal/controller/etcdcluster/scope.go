@@ -27,6 +27,7 @@ func (o *observation) scopeFor(observed *etcdv1alpha2.ObservedClusterSpec) membe
 		Bootstrapping:        bootstrapping(c),
 		Rolling:              o.rolling,
 		TLS:                  o.tls,
+		Access:               o.accessScope(),
 		Unsupported:          membership.Unsupported(&c.Spec),
 		Observed:             observed,
 		DefragRunning:        o.defrags,
@@ -123,20 +124,38 @@ func (o *observation) memberView(m *etcdv1alpha2.EtcdMember, observed *etcdv1alp
 	if target != nil {
 		spec := m.Spec.DeepCopy()
 		membership.ApplyTemplate(spec, target)
-		v.WantHash = o.config.templateHash(spec)
+		v.WantHash = o.templateHash(spec)
 	}
 	return v
 }
 
 // templateHash is the hash of member template spec as the member controller renders its Pod:
-// the same function over the same images (etcd's, and the guard's for PVC members). Empty for a
-// member with TLS: its hash includes the digests of CA bundles this controller does not read
-// yet, and TLS clusters are not rolled.
-func (c projection) templateHash(spec *etcdv1alpha2.EtcdMemberSpec) string {
-	if spec.TLS != nil {
-		return ""
+// the same function over the same images (etcd's, and the guard's for PVC members) and the
+// digests of the CA bundles its TLS Secrets hold, as this pass read them. Empty when a Secret it
+// mounts was not read (it is missing; the member waits for it anyway): a hash computed without
+// its CA would roll the member for nothing.
+func (o *observation) templateHash(spec *etcdv1alpha2.EtcdMemberSpec) string {
+	var ca desired.CADigests
+	if t := spec.TLS; t != nil {
+		var ok bool
+		if ca.Client, ok = o.caDigest(t.ClientServerSecretRef); !ok {
+			return ""
+		}
+		if ca.Peer, ok = o.caDigest(t.PeerSecretRef); !ok {
+			return ""
+		}
 	}
-	return desired.TemplateHash(spec, desired.MemberImages(c.imageRepository, spec.Version, c.guardImage), desired.CADigests{})
+	return desired.TemplateHash(spec, desired.MemberImages(o.config.imageRepository, spec.Version, o.config.guardImage), ca)
+}
+
+// caDigest is the digest of the CA bundle of the Secret ref names, as read this pass; "" for no
+// Secret, false when it was not read.
+func (o *observation) caDigest(ref *corev1.LocalObjectReference) (string, bool) {
+	if ref == nil {
+		return "", true
+	}
+	d, ok := o.caBundles[ref.Name]
+	return d, ok
 }
 
 // memberTarget is the latched target member m's template is judged against and written from:

@@ -35,6 +35,9 @@ func renderStatus(o *observation, plan *membership.Plan, fx effects) renderedSta
 	if fx.backoff != nil {
 		st.ReplacementBackoff = fx.backoff
 	}
+	if fx.authEnabled {
+		st.AuthEnabled = true
+	}
 	switch {
 	case fx.recovery != nil:
 		st.QuorumRecovery = fx.recovery

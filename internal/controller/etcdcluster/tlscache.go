@@ -28,14 +28,16 @@ type tlsCache struct {
 }
 
 type clusterTLS struct {
-	secrets   map[string]cachedSecret
+	secrets   map[string]*cachedSecret
 	announced map[string]time.Time
 }
 
-// cachedSecret is one Secret's parsed content at one resourceVersion.
+// cachedSecret is one Secret's parsed content, and the digest of its CA bundle
+// (desired.CADigest), at one resourceVersion. It is shared between passes: read only.
 type cachedSecret struct {
 	resourceVersion string
 	material        *pki.Material
+	caDigest        string
 }
 
 func newTLSCache() *tlsCache { return &tlsCache{clusters: map[types.NamespacedName]*clusterTLS{}} }
@@ -44,28 +46,28 @@ func newTLSCache() *tlsCache { return &tlsCache{clusters: map[types.NamespacedNa
 func (c *tlsCache) of(cluster types.NamespacedName) *clusterTLS {
 	e := c.clusters[cluster]
 	if e == nil {
-		e = &clusterTLS{secrets: map[string]cachedSecret{}, announced: map[string]time.Time{}}
+		e = &clusterTLS{secrets: map[string]*cachedSecret{}, announced: map[string]time.Time{}}
 		c.clusters[cluster] = e
 	}
 	return e
 }
 
-// material returns the parsed content of secret at resourceVersion rv, or nil when the cache
-// holds another version or none. Callers must not modify it.
-func (c *tlsCache) material(cluster types.NamespacedName, secret, rv string) *pki.Material {
+// secret returns what was read of secret at resourceVersion rv, or nil when the cache holds
+// another version or none.
+func (c *tlsCache) secret(cluster types.NamespacedName, secret, rv string) *cachedSecret {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s, ok := c.of(cluster).secrets[secret]; ok && s.resourceVersion == rv {
-		return s.material
+		return s
 	}
 	return nil
 }
 
-// store records the parsed content of secret at resourceVersion rv.
-func (c *tlsCache) store(cluster types.NamespacedName, secret, rv string, m *pki.Material) {
+// store records what was read of secret.
+func (c *tlsCache) store(cluster types.NamespacedName, secret string, read *cachedSecret) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.of(cluster).secrets[secret] = cachedSecret{resourceVersion: rv, material: m}
+	c.of(cluster).secrets[secret] = read
 }
 
 // announce reports whether the certificate named by key is due for its Warning at now (never

@@ -16,6 +16,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/defrag"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/internal/podstate"
@@ -98,20 +99,27 @@ func (r *Reconciler) memberPods(ctx context.Context, c *etcdv1alpha2.EtcdCluster
 // observeEtcd fills the etcd part of o from the member Pods' endpoints.
 func (r *Reconciler) observeEtcd(ctx context.Context, o *observation, pods map[string]*corev1.Pod) {
 	log := logf.FromContext(ctx)
-	tls := o.cluster.Spec.TLS != nil && (o.cluster.Spec.TLS.Client != nil || o.cluster.Spec.TLS.Managed != nil)
+	tls := etcdaccess.ClientTLS(o.cluster)
+	first := ""
 	for name, pod := range pods {
 		o.endpoints[name] = membership.ClientURL(pod.Status.PodIP, tls)
+		if first == "" || name < first {
+			first = name
+		}
 	}
-	switch {
-	case len(o.endpoints) == 0:
+	if len(o.endpoints) == 0 {
 		o.unknown = "no member Pod of the cluster runs"
 		return
-	case tls:
-		// As the EtcdCluster controller: the operator dials no TLS cluster yet.
-		o.unknown = "the cluster's client API uses TLS, which the defrag controller does not dial yet"
+	}
+	// The same identity, credentials and verified name as the EtcdCluster controller
+	// (docs/tls.md): a member's DNS name, which the wildcard SAN covers.
+	cfg, err := etcdaccess.Config(ctx, r.apiReader, o.cluster, slices.Sorted(maps.Values(o.endpoints)),
+		desired.MemberHost(first, desired.HeadlessServiceName(o.cluster.Name), o.cluster.Namespace))
+	if err != nil {
+		o.unknown = "cannot build the etcd client configuration: " + err.Error()
 		return
 	}
-	cli, err := r.etcd.Get(ctx, o.cluster.Namespace+"/"+o.cluster.Name, etcdclient.Config{Endpoints: slices.Sorted(maps.Values(o.endpoints))})
+	cli, err := r.etcd.Get(ctx, o.cluster.Namespace+"/"+o.cluster.Name, cfg)
 	if err != nil {
 		o.unknown = "cannot reach etcd: " + err.Error()
 		return

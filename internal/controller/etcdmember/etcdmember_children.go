@@ -15,6 +15,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
@@ -273,38 +274,9 @@ func (r *Reconciler) deletePod(ctx context.Context, sc *scope, why string, opts 
 	return step.Stop("Pod deleted"), nil
 }
 
-// caDigests reads the CA bundles of the TLS Secrets the member mounts (uncached, by name). It
-// returns the name of the first missing Secret instead of an error: that is a wait, not a
-// failure.
+// caDigests reads the CA bundles of the TLS Secrets the member mounts (etcdaccess.CADigests).
 func (r *Reconciler) caDigests(ctx context.Context, m *etcdv1alpha2.EtcdMember) (desired.CADigests, string, error) {
-	var ca desired.CADigests
-	t := m.Spec.TLS
-	if t == nil {
-		return ca, "", nil
-	}
-	read := func(ref *corev1.LocalObjectReference) (string, bool, error) {
-		if ref == nil {
-			return "", true, nil
-		}
-		s := &corev1.Secret{}
-		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, s)
-		switch {
-		case apierrors.IsNotFound(err):
-			return "", false, nil
-		case err != nil:
-			return "", false, fmt.Errorf("reading TLS Secret %s: %w", ref.Name, err)
-		}
-		return desired.CADigest(s.Data[desired.CACertKey]), true, nil
-	}
-	var ok bool
-	var err error
-	if ca.Client, ok, err = read(t.ClientServerSecretRef); err != nil || !ok {
-		return ca, t.ClientServerSecretRef.Name, err
-	}
-	if ca.Peer, ok, err = read(t.PeerSecretRef); err != nil || !ok {
-		return ca, t.PeerSecretRef.Name, err
-	}
-	return ca, "", nil
+	return etcdaccess.CADigests(ctx, r.apiReader, m.Namespace, m.Spec.TLS)
 }
 
 // conflictEvent records an ownership conflict once: when the member's Ready condition does not

@@ -2,7 +2,6 @@ package etcdmember
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -241,12 +240,5 @@ func TestPodEndpoints(t *testing.T) {
 	}
 	if got := podEndpoints(pods[:1], true); len(got) != 1 || got[0] != "https://10.0.0.2:2379" {
 		t.Errorf("TLS endpoints = %v", got)
-	}
-}
-
-func TestTLSConfigRejectsIncompleteMaterial(t *testing.T) {
-	t.Parallel()
-	if _, err := tlsConfig(nil, nil, nil, "x"); !errors.Is(err, errTLSMaterial) {
-		t.Errorf("a config without a CA: err = %v, want %v", err, errTLSMaterial)
 	}
 }

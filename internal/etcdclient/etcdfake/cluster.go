@@ -54,6 +54,9 @@ type Cluster struct {
 	version string
 	// mostLearners is the most learners ever listed at once.
 	mostLearners int
+	// authOn and rootPassword are etcd's auth state.
+	authOn       bool
+	rootPassword string
 }
 
 type fakeMember struct {

@@ -26,13 +26,16 @@ const (
 	AlarmDisarm        Method = "AlarmDisarm"
 	Defragment         Method = "Defragment"
 	HashKV             Method = "HashKV"
+	AuthEnabled        Method = "AuthEnabled"
+	EnableRootAuth     Method = "EnableRootAuth"
+	ChangeRootPassword Method = "ChangeRootPassword"
 )
 
 // Mutating reports whether the method changes etcd (membership, leadership, alarms, or a
 // member's availability): an idle reconcile must make none of these calls.
 func (m Method) Mutating() bool {
 	switch m {
-	case MemberAddAsLearner, MemberPromote, MemberRemove, MoveLeader, AlarmDisarm, Defragment:
+	case MemberAddAsLearner, MemberPromote, MemberRemove, MoveLeader, AlarmDisarm, Defragment, EnableRootAuth, ChangeRootPassword:
 		return true
 	}
 	return false
@@ -116,6 +119,8 @@ type Recorder struct {
 	// Hashes maps an endpoint to its HashKV; an endpoint without one fails with
 	// etcdclient.ErrUnavailable.
 	Hashes map[string]etcdclient.HashKV
+	// Auth is whether AuthEnabled answers true; EnableRootAuth sets it.
+	Auth bool
 	// Errors holds a sticky error per method, returned by every call of that method.
 	Errors map[Method]error
 	// queued holds errors returned once each, before the sticky ones; see QueueErrors.

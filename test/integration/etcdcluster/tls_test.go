@@ -70,8 +70,8 @@ func (w *world) noMembers(name string) {
 	}
 }
 
-// TestUnsupportedFeaturesRefused asks for what this operator does not build yet: client TLS and
-// peer certificates from cert-manager (the docs/api.md example's TLS), on one cluster, and a
+// TestUnsupportedFeaturesRefused asks for what this operator does not build yet: peer
+// certificates from cert-manager (the docs/api.md example's TLS), on one cluster, and a
 // restore from a snapshot on another. Each must be refused by name (docs/design/membership-flows.md,
 // "Features not supported yet"): Available=False, Progressing=False and Degraded=True with reason
 // FeatureNotSupported naming the fields, one Warning, and no EtcdMember, so no etcd starts that
@@ -97,7 +97,7 @@ func TestUnsupportedFeaturesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, fields := range map[string][]string{
-		"cm":      {"spec.tls.client (client TLS", "spec.tls.peer.certManager (peer certificates from cert-manager"},
+		"cm":      {"spec.tls.peer.certManager (peer certificates from cert-manager"},
 		"restore": {"spec.bootstrap.restore (restore from a snapshot"},
 	} {
 		for _, c := range []struct {

@@ -144,6 +144,15 @@ func (f *fakeEtcd) Get(_ context.Context, key string, cfg etcdclient.Config) (et
 
 func (f *fakeEtcd) Forget(string) error { return nil }
 
+func (f *fakeEtcd) Pooled(key string) (etcdclient.Client, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.configs[clusterOf(key)]; !ok {
+		return nil, false
+	}
+	return f.recorder(clusterOf(key)), true
+}
+
 // recorder returns the fake of one cluster ("<namespace>/<name>"), creating it on first use.
 // Callers hold f.mu or call forCluster.
 func (f *fakeEtcd) recorder(cluster string) *etcdfake.Recorder {

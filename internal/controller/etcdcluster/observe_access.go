@@ -1,0 +1,118 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
+)
+
+// accessProblem is what dialling etcd found wrong with the Secrets and credentials the spec
+// names (docs/tls.md, docs/auth.md).
+type accessProblem struct {
+	// problem and reason describe an unusable Secret (membership.Access.Problem).
+	problem, reason string
+	// rejected says etcd rejected the Secret's password; previous is then the pooled session
+	// of the password used before, nil when the operator holds none.
+	rejected bool
+	previous etcdAPI
+	// authOn says etcd answered that auth is on before status latched it.
+	authOn bool
+}
+
+// scope projects the access problems for the planner.
+func (o *observation) accessScope() membership.Access {
+	c := o.cluster
+	return membership.Access{
+		AuthWanted:       etcdaccess.PasswordSecretName(c) != "",
+		AuthLatched:      c.Status.AuthEnabled,
+		AuthObservedOn:   o.access.authOn,
+		Problem:          o.access.problem,
+		ProblemReason:    o.access.reason,
+		PasswordRejected: o.access.rejected,
+		PreviousSession:  o.access.previous != nil,
+	}
+}
+
+// serverName is the name the operator verifies members' server certificates against: a
+// member's DNS name, which the wildcard SAN every member's certificate carries covers (the
+// endpoints are Pod IPs). Any member's name serves; the first keeps it stable.
+func (o *observation) serverName() string {
+	if len(o.members) == 0 {
+		return desired.MemberHost(o.cluster.Name, desired.HeadlessServiceName(o.cluster.Name), o.cluster.Namespace)
+	}
+	m := &o.members[0]
+	return desired.MemberHost(m.Name, desired.MemberServiceName(m), m.Namespace)
+}
+
+// dial returns the pooled client for the cluster at eps, with the TLS identity and credentials
+// the spec names (etcdaccess.Config). A rejected password falls back to the session of the
+// previous one, so that the pass can still observe etcd and set the new password; nil when
+// there is no client to observe with.
+func (r *Reconciler) dial(ctx context.Context, o *observation, eps []string) etcdAPI {
+	log := logf.FromContext(ctx)
+	cfg, err := etcdaccess.Config(ctx, r.apiReader, o.cluster, eps, o.serverName())
+	if err != nil {
+		o.access.problem, o.access.reason = accessFailure(err)
+		log.V(1).Info("Cannot build the etcd client configuration", "reason", err.Error())
+		return nil
+	}
+	cli, err := r.etcd.Get(ctx, o.key().String(), cfg)
+	if err == nil && cfg.Password == "" && etcdaccess.PasswordSecretName(o.cluster) != "" {
+		// Auth asked for, not latched: a pass that enabled it may have ended before its status
+		// patch, or the cluster was adopted with auth on. etcd answers this without credentials.
+		if on, aerr := cli.AuthEnabled(ctx); aerr == nil && on {
+			o.access.authOn = true
+			return r.dialAsRoot(ctx, o, cfg)
+		}
+	}
+	if errors.Is(err, etcdclient.ErrAuthFailed) && cfg.Password != "" {
+		o.access.rejected = true
+		if prev, ok := r.etcd.Pooled(o.key().String()); ok {
+			o.access.previous = prev
+			return prev
+		}
+	}
+	if err != nil {
+		log.V(1).Info("Cannot reach etcd", "reason", err.Error())
+		return nil
+	}
+	return cli
+}
+
+// dialAsRoot re-dials with root's credentials once auth was found on before it was latched.
+func (r *Reconciler) dialAsRoot(ctx context.Context, o *observation, cfg etcdclient.Config) etcdAPI {
+	password, err := etcdaccess.Password(ctx, r.apiReader, o.cluster)
+	if err != nil {
+		o.access.problem, o.access.reason = accessFailure(err)
+		return nil
+	}
+	cfg.Username, cfg.Password = etcdaccess.RootUser, password
+	cli, err := r.etcd.Get(ctx, o.key().String(), cfg)
+	if errors.Is(err, etcdclient.ErrAuthFailed) {
+		o.access.rejected = true
+		return nil
+	}
+	if err != nil {
+		return nil
+	}
+	return cli
+}
+
+// accessFailure is the condition reason and message for an unusable Secret: AuthSecretInvalid
+// for root's credentials, CertificateInvalid for the TLS Secrets.
+func accessFailure(err error) (problem, reason string) {
+	var me *etcdaccess.MaterialError
+	if !errors.As(err, &me) {
+		return "", ""
+	}
+	if me.Credentials {
+		return me.Error(), membership.ReasonAuthSecretInvalid
+	}
+	return me.Error(), membership.ReasonCertificateInvalid
+}

@@ -1,0 +1,72 @@
+package etcdclient
+
+import (
+	"context"
+	"errors"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+// rootUser and rootRole are etcd's built-in superuser and its role: the only user the operator
+// manages (docs/auth.md).
+const (
+	rootUser = "root"
+	rootRole = "root"
+)
+
+// AuthEnabled implements Client. etcd answers AuthStatus without credentials on every supported
+// version; an "auth required" refusal still means auth is on, so it is read as true.
+func (c *Conn) AuthEnabled(ctx context.Context) (bool, error) {
+	if err := c.closedErr("AuthStatus"); err != nil {
+		return false, err
+	}
+	ctx, cancel := clusterCtx(ctx, ReadTimeout)
+	defer cancel()
+	resp, err := c.cli.AuthStatus(ctx)
+	if err != nil {
+		if errors.Is(Classify(err), ErrAuthRequired) {
+			return true, nil
+		}
+		return false, c.fail("AuthStatus", err)
+	}
+	return resp.Enabled, nil
+}
+
+// EnableRootAuth implements Client: UserAdd, or UserChangePassword when root exists already (an
+// adopted cluster's root password is not known to be the Secret's), UserGrantRole (granting a
+// role held already succeeds), AuthEnable.
+func (c *Conn) EnableRootAuth(ctx context.Context, password string) error {
+	if err := c.closedErr("EnableRootAuth"); err != nil {
+		return err
+	}
+	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
+	defer cancel()
+	if _, err := c.cli.UserAdd(ctx, rootUser, password); err != nil {
+		if !errors.Is(err, rpctypes.ErrUserAlreadyExist) && rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCUserAlreadyExist) {
+			return c.fail("UserAdd", err)
+		}
+		if _, err := c.cli.UserChangePassword(ctx, rootUser, password); err != nil {
+			return c.fail("UserChangePassword", err)
+		}
+	}
+	if _, err := c.cli.UserGrantRole(ctx, rootUser, rootRole); err != nil {
+		return c.fail("UserGrantRole", err)
+	}
+	if _, err := c.cli.AuthEnable(ctx); err != nil {
+		return c.fail("AuthEnable", err)
+	}
+	return nil
+}
+
+// ChangeRootPassword implements Client. The client must be authenticated as root.
+func (c *Conn) ChangeRootPassword(ctx context.Context, password string) error {
+	if err := c.closedErr("UserChangePassword"); err != nil {
+		return err
+	}
+	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
+	defer cancel()
+	if _, err := c.cli.UserChangePassword(ctx, rootUser, password); err != nil {
+		return c.fail("UserChangePassword", err)
+	}
+	return nil
+}

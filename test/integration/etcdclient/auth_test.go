@@ -1,0 +1,88 @@
+package etcdclient_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
+)
+
+// TestRootAuthLifecycle drives the auth calls against a real etcd over mutual TLS (docs/auth.md):
+// enabling is idempotent and takes over a root user that exists with another password (an
+// adopted cluster), a wrong password is refused at dial with ErrAuthFailed, and a password change through the old session makes the new
+// password the only one that works. No error text carries a password.
+func TestRootAuthLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	c := etcdproc.StartForTest(ctx, t, etcdproc.Options{Size: 1, TLS: true})
+	tlsCfg, err := c.PKI.ClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := etcdclient.DigestTLSMaterial(c.PKI.CAPEM, c.PKI.ClientCertPEM, c.PKI.ClientKeyPEM)
+	conn := func(user, password string) (*etcdclient.Conn, error) {
+		cli, err := etcdclient.New(ctx, etcdclient.Config{Endpoints: c.Endpoints(), TLS: tlsCfg.Clone(), TLSDigest: digest, Username: user, Password: password})
+		if err == nil {
+			t.Cleanup(func() { _ = cli.Close() })
+		}
+		return cli, err
+	}
+	const adopted, first, second = "adopted-Pw-1", "first-Pw-2", "second-Pw-3"
+	anon, err := conn("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on, err := anon.AuthEnabled(ctx); err != nil || on {
+		t.Fatalf("AuthEnabled on a new cluster = %v, %v; want false", on, err)
+	}
+	// A root user someone else created, with a password the operator does not know.
+	raw, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), TLS: tlsCfg.Clone(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.UserAdd(ctx, "root", adopted); err != nil {
+		t.Fatal(err)
+	}
+	// The second call is a pass repeated after a crash before its status patch. It succeeds
+	// because etcd maps the client certificate's common name, root, to the user root.
+	for range 2 {
+		if err := anon.EnableRootAuth(ctx, first); err != nil {
+			t.Fatalf("EnableRootAuth: %v", err)
+		}
+	}
+	if on, err := anon.AuthEnabled(ctx); err != nil || !on {
+		t.Fatalf("AuthEnabled after enabling = %v, %v; want true", on, err)
+	}
+	for _, bad := range []string{adopted, "wrong"} {
+		_, err := conn("root", bad)
+		if !errors.Is(err, etcdclient.ErrAuthFailed) || strings.Contains(err.Error(), bad) {
+			t.Fatalf("dialling with a wrong password: %v, want ErrAuthFailed without the password", err)
+		}
+	}
+	root, err := conn("root", first)
+	if err != nil {
+		t.Fatalf("dialling as root: %v", err)
+	}
+	if _, err := root.MemberList(ctx); err != nil {
+		t.Fatalf("MemberList as root: %v", err)
+	}
+	if err := root.ChangeRootPassword(ctx, second); err != nil {
+		t.Fatalf("ChangeRootPassword: %v", err)
+	}
+	if _, err := conn("root", first); !errors.Is(err, etcdclient.ErrAuthFailed) {
+		t.Fatalf("the old password still works after the change: %v", err)
+	}
+	if cli, err := conn("root", second); err != nil {
+		t.Fatalf("dialling with the new password: %v", err)
+	} else if _, err := cli.MemberList(ctx); err != nil {
+		t.Fatalf("MemberList with the new password: %v", err)
+	}
+}
