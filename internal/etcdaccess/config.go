@@ -96,7 +96,8 @@ func clientTLS(ctx context.Context, r client.Reader, c *etcdv1alpha2.EtcdCluster
 		return nil, "", &MaterialError{kind: ErrMaterial, Secret: serverSecret, Key: CAKey, Problem: "holds no PEM certificate",
 			Fix: "put the PEM bundle of the CA that signed the server certificate under ca.crt"}
 	}
-	t := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, ServerName: serverName}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	VerifyAs(t, serverName)
 	var cert, key []byte
 	if name := OperatorClientSecretName(c); name != "" {
 		cs, err := read(ctx, r, c.Namespace, name)

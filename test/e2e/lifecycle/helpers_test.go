@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -267,10 +268,11 @@ func memberListAndPods(ctx context.Context, f *framework.Test, name string) (*cl
 	sort.SliceStable(pods.Items, func(i, j int) bool {
 		return pods.Items[i].Labels[etcdv1alpha2.LabelRole] > pods.Items[j].Labels[etcdv1alpha2.LabelRole]
 	})
-	eps, _ := etcdconn.PodEndpoints(pods.Items, etcdconn.ClientPort, false)
+	access := accessOf(f, name)
+	eps, _ := etcdconn.PodEndpoints(pods.Items, etcdconn.ClientPort, access != nil)
 	var errs []error
 	for _, ep := range eps {
-		resp, err := memberListAt(ctx, ep)
+		resp, err := memberListWith(ctx, ep, access)
 		if err == nil {
 			return resp, pods.Items, nil
 		}
@@ -283,9 +285,14 @@ func memberListAndPods(ctx context.Context, f *framework.Test, name string) (*cl
 }
 
 func memberListAt(ctx context.Context, ep string) (*clientv3.MemberListResponse, error) {
+	return memberListWith(ctx, ep, nil)
+}
+
+// memberListWith is memberListAt over TLS with t (nil: plaintext).
+func memberListWith(ctx context.Context, ep string, t *tls.Config) (*clientv3.MemberListResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
 	defer cancel()
-	c, err := etcdconn.New(ctx, etcdconn.Options{Endpoints: []string{ep}, DialTimeout: etcdCallTimeout})
+	c, err := etcdconn.New(ctx, etcdconn.Options{Endpoints: []string{ep}, DialTimeout: etcdCallTimeout, TLS: t})
 	if err != nil {
 		return nil, err
 	}
@@ -629,7 +636,7 @@ func deleteCluster(f *framework.Test, name string) {
 // dialVoters dials the cluster's voter Pods by IP; the client is closed when the test ends.
 func dialVoters(f *framework.Test, name string) (*clientv3.Client, []string) {
 	f.T.Helper()
-	return f.DialMembers(voterSelector(name), nil)
+	return f.DialMembers(voterSelector(name), accessOf(f, name))
 }
 
 // since is a small helper for timing a step that is not a single function call.
