@@ -15,6 +15,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
@@ -136,11 +137,11 @@ func TestTLSSecretMissing(t *testing.T) {
 	}
 	w.noMembers("byo")
 
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "byo-server"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("x"), "ca.crt": []byte("x")}}
-	if err := k8s.Create(t.Context(), secret); err != nil {
+	ca, err := testpki.NewCA("user CA")
+	if err != nil {
 		t.Fatal(err)
 	}
+	w.putSecret("byo-server", tlsData(t, ca, peerLeaf("byo", w.ns), false))
 	wait.Eventually(t, tlsSecretWait, "the seed is created once the Secret exists", func() error {
 		ms, err := w.members(t.Context(), "byo")
 		if err != nil || len(ms) != 1 {
