@@ -11,12 +11,14 @@ var (
 	managedCAs    = []CASpec{{Secret: "c-ca", CommonName: "c CA"}, {Secret: "c-peer-ca", CommonName: "c peer CA"}}
 	peerReq       = Requirement{CommonName: "c-peer", DNSNames: []string{"*.c.ns.svc"}, Usages: serverUsages}
 	clientReq     = Requirement{CommonName: "root", Usages: clientUsages}
-	managedLeaves = []LeafSpec{
-		{Secret: "c-server-tls", CA: "c-ca", Want: serverWant},
-		{Secret: "c-peer-tls", CA: "c-peer-ca", Want: peerReq},
-		{Secret: "c-operator-client-tls", CA: "c-ca", Want: clientReq},
-	}
+	managedLeaves = []LeafSpec{leafSpec("c-server-tls", "c-ca", serverWant), leafSpec("c-peer-tls", "c-peer-ca", peerReq),
+		leafSpec("c-operator-client-tls", "c-ca", clientReq)}
 )
+
+// leafSpec names a leaf Secret, its CA Secret and what it says.
+func leafSpec(secret, ca string, want Requirement) LeafSpec {
+	return LeafSpec{Secret: secret, CA: ca, Want: want}
+}
 
 // world is a set of managed Secrets as a pass would observe them, built by really issuing
 // them.
@@ -27,6 +29,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
+	t.Helper()
 	return &world{t: t, cas: map[string]*CA{}, observed: map[string]Observed{}}
 }
 

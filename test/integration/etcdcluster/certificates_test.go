@@ -95,27 +95,37 @@ func TestBYOCertificatesChecked(t *testing.T) {
 		says      []string
 	}{
 		{name: "peer Secret without ca.crt", tls: peerOnly("tls"),
-			bad: func(t *testing.T, ca *testpki.CA, c, ns string) map[string][]byte { return tlsData(t, ca, peerLeaf(c, ns), true) },
+			bad: func(t *testing.T, ca *testpki.CA, c, ns string) map[string][]byte {
+				t.Helper()
+				return tlsData(t, ca, peerLeaf(c, ns), true)
+			},
 			good: func(t *testing.T, ca *testpki.CA, c, ns string) map[string][]byte {
+				t.Helper()
 				return tlsData(t, ca, peerLeaf(c, ns), false)
 			},
 			says: []string{"Secret tls, key ca.crt: missing; add the PEM bundle of the CA certificates"}},
 		{name: "server certificate without the wildcard",
 			tls: &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "tls"}}},
 			bad: func(t *testing.T, ca *testpki.CA, c, ns string) map[string][]byte {
+				t.Helper()
 				l := serverLeaf(c, ns)
 				l.DNSNames = []string{c + "-aaaaa." + c + "." + ns + ".svc", clientService(c, ns), "localhost"}
 				return tlsData(t, ca, l, false)
 			},
-			good: func(t *testing.T, ca *testpki.CA, c, ns string) map[string][]byte { return tlsData(t, ca, serverLeaf(c, ns), false) },
+			good: func(t *testing.T, ca *testpki.CA, c, ns string) map[string][]byte {
+				t.Helper()
+				return tlsData(t, ca, serverLeaf(c, ns), false)
+			},
 			says: []string{"Secret tls, key tls.crt: the server certificate does not cover a new member's name", "add the subject alternative name *.srv."}},
 		{name: "expired peer certificate", tls: peerOnly("tls"),
 			bad: func(t *testing.T, ca *testpki.CA, c, ns string) map[string][]byte {
+				t.Helper()
 				l := peerLeaf(c, ns)
 				l.NotBefore, l.NotAfter = time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour)
 				return tlsData(t, ca, l, false)
 			},
 			good: func(t *testing.T, ca *testpki.CA, c, ns string) map[string][]byte {
+				t.Helper()
 				return tlsData(t, ca, peerLeaf(c, ns), false)
 			},
 			says: []string{"Secret tls, key tls.crt: the peer certificate expired at", "put a renewed certificate"}},

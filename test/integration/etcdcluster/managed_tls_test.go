@@ -79,21 +79,43 @@ func TestManagedTLS(t *testing.T) {
 	w := newWorld(t)
 	w.startController()
 	w.newTLSCluster("m", &etcdv1alpha2.EtcdClusterTLS{Managed: &etcdv1alpha2.ManagedTLS{}})
-	cluster := w.cluster("m")
 	secrets := w.managedSecrets("m")
-	for _, name := range managedSecretNames("m") {
+	checkManagedSecrets(t, w.cluster("m"), secrets)
+	checkManagedChains(t, w.ns, secrets)
+
+	w.seedCreated("m", convergeTimeout)
+	ms, err := w.members(t.Context(), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tls := ms[0].Spec.TLS; tls == nil || tls.ClientServerSecretRef.Name != "m-server-tls" || !tls.ClientMTLS || tls.PeerSecretRef.Name != "m-peer-tls" {
+		t.Errorf("seed TLS %+v", ms[0].Spec.TLS)
+	}
+	w.renewsShortLeaf(secrets)
+}
+
+// checkManagedSecrets checks the five Secrets' type, owner, labels and keys.
+func checkManagedSecrets(t *testing.T, cluster *etcdv1alpha2.EtcdCluster, secrets map[string]*corev1.Secret) {
+	t.Helper()
+	for _, name := range managedSecretNames(cluster.Name) {
 		s := secrets[name]
 		owner := metav1.GetControllerOf(s)
-		if s.Type != corev1.SecretTypeTLS || owner == nil || owner.UID != cluster.UID || s.Labels[etcdv1alpha2.LabelCluster] != "m" {
+		if s.Type != corev1.SecretTypeTLS || owner == nil || owner.UID != cluster.UID || s.Labels[etcdv1alpha2.LabelCluster] != cluster.Name {
 			t.Errorf("Secret %s: type %s, controller %+v, labels %v", name, s.Type, owner, s.Labels)
 		}
 		if len(s.Data["tls.crt"]) == 0 || len(s.Data["tls.key"]) == 0 || len(s.Data["ca.crt"]) == 0 {
 			t.Errorf("Secret %s lacks a key", name)
 		}
 	}
+}
+
+// checkManagedChains checks that each leaf of cluster m verifies against its CA for its names
+// and usages, and against nothing else.
+func checkManagedChains(t *testing.T, ns string, secrets map[string]*corev1.Secret) {
+	t.Helper()
 	clientCA, peerCA := secrets["m-ca"], secrets["m-peer-ca"]
 	server, peer, op := leafOf(t, secrets["m-server-tls"]), leafOf(t, secrets["m-peer-tls"]), leafOf(t, secrets["m-operator-client-tls"])
-	newMember := desired.MemberHost("m-zzzzz", "m", w.ns)
+	newMember := desired.MemberHost("m-zzzzz", "m", ns)
 	for _, c := range []struct {
 		what  string
 		leaf  *x509.Certificate
@@ -102,8 +124,8 @@ func TestManagedTLS(t *testing.T) {
 		usage x509.ExtKeyUsage
 	}{
 		{"server for a new member", server, clientCA, newMember, x509.ExtKeyUsageServerAuth},
-		{"server for the client Service", server, clientCA, "m-client." + w.ns + ".svc", x509.ExtKeyUsageServerAuth},
-		{"server with the cluster domain", server, clientCA, "m-zzzzz.m." + w.ns + ".svc.cluster.local", x509.ExtKeyUsageServerAuth},
+		{"server for the client Service", server, clientCA, "m-client." + ns + ".svc", x509.ExtKeyUsageServerAuth},
+		{"server with the cluster domain", server, clientCA, "m-zzzzz.m." + ns + ".svc.cluster.local", x509.ExtKeyUsageServerAuth},
 		{"server as a client (the gateway)", server, clientCA, "", x509.ExtKeyUsageClientAuth},
 		{"peer serving a new member", peer, peerCA, newMember, x509.ExtKeyUsageServerAuth},
 		{"peer dialling", peer, peerCA, "", x509.ExtKeyUsageClientAuth},
@@ -116,7 +138,7 @@ func TestManagedTLS(t *testing.T) {
 	if err := verifies(op, peerCA, "", x509.ExtKeyUsageClientAuth); err == nil {
 		t.Error("the operator's client certificate is accepted on the peer port")
 	}
-	if err := verifies(peer, peerCA, "m-client."+w.ns+".svc", x509.ExtKeyUsageServerAuth); err == nil {
+	if err := verifies(peer, peerCA, "m-client."+ns+".svc", x509.ExtKeyUsageServerAuth); err == nil {
 		t.Error("the peer certificate covers the client Service")
 	}
 	if op.Subject.CommonName != desired.OperatorClientCommonName || slices.Contains(op.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
@@ -128,17 +150,16 @@ func TestManagedTLS(t *testing.T) {
 	if life := server.NotAfter.Sub(server.NotBefore); life < 89*24*time.Hour || life > 91*24*time.Hour {
 		t.Errorf("server certificate valid for %s, want 90 days", life)
 	}
+}
 
-	w.seedCreated("m", convergeTimeout)
-	ms, err := w.members(t.Context(), "m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tls := ms[0].Spec.TLS; tls == nil || tls.ClientServerSecretRef.Name != "m-server-tls" || !tls.ClientMTLS || tls.PeerSecretRef.Name != "m-peer-tls" {
-		t.Errorf("seed TLS %+v", ms[0].Spec.TLS)
-	}
-
-	// A server leaf two thirds into a 3-hour life, signed by the cluster's CA: due now.
+// renewsShortLeaf replaces cluster m's server leaf with one two thirds into a 3-hour life,
+// signed by the cluster's CA, and waits for the operator to renew it by the same CA, keeping
+// ca.crt and both CA Secrets as they were.
+func (w *world) renewsShortLeaf(secrets map[string]*corev1.Secret) {
+	t := w.t
+	t.Helper()
+	clientCA := secrets["m-ca"]
+	server := leafOf(t, secrets["m-server-tls"])
 	ca, err := pki.LoadCA(clientCA.Data["tls.crt"], clientCA.Data["tls.key"])
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +174,7 @@ func TestManagedTLS(t *testing.T) {
 	if err := k8s.Update(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
+	newMember := desired.MemberHost("m-zzzzz", "m", w.ns)
 	wait.Eventually(t, convergeTimeout, "the short server leaf is renewed", func() error {
 		s, err := w.secret("m-server-tls")
 		if err != nil {
