@@ -34,6 +34,9 @@ type FlagInputs struct {
 	Options *etcdv1alpha2.EtcdOptions
 	// TLS selects the TLS flags.
 	TLS *etcdv1alpha2.EtcdMemberTLS
+	// PeerIdentity is the host name a peer's certificate must cover to be accepted on the peer
+	// port (--peer-cert-allowed-hostname); empty accepts any certificate the peer CA signed.
+	PeerIdentity string
 }
 
 // MemberFlagInputs collects a member's FlagInputs. state comes from InitialClusterState.
@@ -50,7 +53,20 @@ func MemberFlagInputs(member *etcdv1alpha2.EtcdMember, state ClusterState) FlagI
 		StorageSize:    StorageSize(member.Spec.Storage),
 		Options:        member.Spec.Options,
 		TLS:            member.Spec.TLS,
+		PeerIdentity:   peerIdentity(member),
 	}
+}
+
+// peerIdentity is the name every member's peer certificate covers through its wildcard SAN
+// (docs/tls.md, "Names in the certificates"): requiring it on the peer port refuses any other
+// certificate the peer CA signed, a client-only one included, since etcd checks neither the key
+// usage nor the name of a peer's certificate otherwise. Members adopted from the legacy operator
+// keep accepting what their peers present: their certificates were issued for another layout.
+func peerIdentity(member *etcdv1alpha2.EtcdMember) string {
+	if member.Annotations[etcdv1alpha2.AnnotationHeadlessServiceName] != "" {
+		return ""
+	}
+	return MemberHost("peer", HeadlessServiceName(member.Spec.ClusterName), member.Namespace)
 }
 
 // maxDefaultQuota caps the default --quota-backend-bytes at etcd's own default of 2 GiB
@@ -129,7 +145,7 @@ func EtcdFlags(in FlagInputs) []string {
 
 	addOptions(&fl, in.Options, in.StorageSize)
 	addCorruptionChecks(&fl, version)
-	addTLS(&fl, in.TLS)
+	addTLS(&fl, in.TLS, in.PeerIdentity)
 	return fl.flags
 }
 
@@ -219,7 +235,7 @@ func addCorruptionChecks(fl *flagList, v etcdVersion) {
 // mutual, because an unauthenticated peer can join raft and read every key. Leaf certificates
 // are re-read by etcd on every handshake, so rotating them needs no restart.
 // See https://etcd.io/docs/v3.6/op-guide/security/.
-func addTLS(fl *flagList, tls *etcdv1alpha2.EtcdMemberTLS) {
+func addTLS(fl *flagList, tls *etcdv1alpha2.EtcdMemberTLS, peerIdentity string) {
 	if tls == nil {
 		return
 	}
@@ -239,6 +255,7 @@ func addTLS(fl *flagList, tls *etcdv1alpha2.EtcdMemberTLS) {
 		fl.add("peer-key-file", PeerTLSMountPath+"/"+tlsKeyKey)
 		fl.add("peer-trusted-ca-file", PeerTLSMountPath+"/"+tlsCAKey)
 		fl.add("peer-client-cert-auth", "true")
+		fl.add("peer-cert-allowed-hostname", peerIdentity)
 	case tls.PeerAutoTLS:
 		// Self-signed, unauthenticated but encrypted peer traffic: kept only so that clusters
 		// adopted from the legacy operator keep talking to their not-yet-rolled peers.

@@ -167,7 +167,7 @@ func TestEtcdFlagsTLS(t *testing.T) {
 		clientFiles = "--cert-file=/etc/etcd/tls/client/tls.crt --key-file=/etc/etcd/tls/client/tls.key"
 		clientMTLS  = "--client-cert-auth=true --trusted-ca-file=/etc/etcd/tls/client/ca.crt"
 		peerMTLS    = "--peer-cert-file=/etc/etcd/tls/peer/tls.crt --peer-key-file=/etc/etcd/tls/peer/tls.key " +
-			"--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt --peer-client-cert-auth=true"
+			"--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt --peer-client-cert-auth=true --peer-cert-allowed-hostname=peer.main.prod.svc"
 	)
 	tests := []struct {
 		name                     string
@@ -185,13 +185,20 @@ func TestEtcdFlagsTLS(t *testing.T) {
 		{"peer Secret wins over auto TLS", &etcdv1alpha2.EtcdMemberTLS{PeerSecretRef: ref("p"), PeerAutoTLS: true}, "http", "https", peerMTLS},
 		{"everything", &etcdv1alpha2.EtcdMemberTLS{ClientServerSecretRef: ref("s"), ClientMTLS: true, PeerSecretRef: ref("p")}, "https", "https",
 			clientFiles + " " + clientMTLS + " " + peerMTLS},
+		{"adopted member: any certificate of the peer CA", &etcdv1alpha2.EtcdMemberTLS{PeerSecretRef: ref("p")}, "http", "https",
+			strings.TrimSuffix(peerMTLS, " --peer-cert-allowed-hostname=peer.main.prod.svc")},
 		{"client TLS with legacy peer auto TLS", &etcdv1alpha2.EtcdMemberTLS{ClientServerSecretRef: ref("s"), PeerAutoTLS: true}, "https", "https",
 			clientFiles + " --peer-auto-tls=true"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := newMember(func(m *etcdv1alpha2.EtcdMember) { m.Spec.TLS = tc.tls })
+			m := newMember(func(m *etcdv1alpha2.EtcdMember) {
+				m.Spec.TLS = tc.tls
+				if strings.HasPrefix(tc.name, "adopted") {
+					m.Annotations = map[string]string{etcdv1alpha2.AnnotationHeadlessServiceName: "main"}
+				}
+			})
 			got := EtcdFlags(MemberFlagInputs(m, ClusterStateExisting))
 			fm := flagMap(t, got)
 			host := "main-x7k2p.main.prod.svc"

@@ -124,6 +124,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 	if err = r.observeTLS(ctx, o); err != nil {
 		return nil, err
 	}
+	if err := r.observeCredentials(ctx, o); err != nil {
+		return nil, err
+	}
 	var runs etcdv1alpha2.EtcdDefragList
 	if err := r.client.List(ctx, &runs, client.InNamespace(c.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing EtcdDefrags: %w", err)

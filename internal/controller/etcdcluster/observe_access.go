@@ -39,6 +39,24 @@ func (o *observation) accessScope() membership.Access {
 	}
 }
 
+// observeCredentials reads root's password whenever auth is asked for, latched or not, so that
+// an unusable credentials Secret is reported before the operator needs it (AuthSecretInvalid)
+// rather than found only when auth is to be enabled.
+func (r *Reconciler) observeCredentials(ctx context.Context, o *observation) error {
+	if etcdaccess.PasswordSecretName(o.cluster) == "" {
+		return nil
+	}
+	_, err := etcdaccess.Password(ctx, r.apiReader, o.cluster)
+	var me *etcdaccess.MaterialError
+	switch {
+	case errors.As(err, &me):
+		o.access.problem, o.access.reason = accessFailure(err)
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
 // serverName is the name the operator verifies members' server certificates against: a
 // member's DNS name, which the wildcard SAN every member's certificate carries covers (the
 // endpoints are Pod IPs). Any member's name serves; the first keeps it stable.

@@ -188,7 +188,7 @@ func requireHealed(f *framework.Test, name string, n int, clusterID string) map[
 	if ec.Status.ClusterID != clusterID {
 		f.T.Errorf("cluster ID %s after the heal, was %s", ec.Status.ClusterID, clusterID)
 	}
-	c, eps := f.DialMembers(voterSelector(name), nil)
+	c, eps := f.DialMembers(voterSelector(name), accessOf(f, name))
 	f.T.Logf("healed: members %v; HashKV %s", ids, f.RequireHashKVEqual(c, eps, time.Minute))
 	return ids
 }

@@ -51,13 +51,14 @@ type healLoad struct {
 // has run for etcd's strict-reconfiguration settle time (waitSettled).
 func startLoad(f *framework.Test, name string) *healLoad {
 	f.T.Helper()
-	endpoints, err := f.MemberEndpoints(f.Ctx, f.Namespace, voterSelector(name), false)
+	access := accessOf(f, name)
+	endpoints, err := f.MemberEndpoints(f.Ctx, f.Namespace, voterSelector(name), access != nil)
 	if err != nil {
 		f.T.Fatal(err)
 	}
 	l := &healLoad{
 		gen: traffic.New(traffic.Config{
-			Endpoints: endpoints, Rate: trafficRate, MaxRequests: 1_000_000, MaxDuration: 30 * time.Minute,
+			Endpoints: endpoints, Rate: trafficRate, MaxRequests: 1_000_000, MaxDuration: 30 * time.Minute, TLS: access,
 		}),
 		done: make(chan struct{}),
 	}
@@ -68,7 +69,7 @@ func startLoad(f *framework.Test, name string) *healLoad {
 		l.res, l.err = l.gen.Run(ctx)
 	}()
 	// Traffic must end before the test: a cleanup registered after FollowEndpoints' runs first.
-	l.stopWatch = f.FollowEndpoints(l.gen, voterSelector(name), false)
+	l.stopWatch = f.FollowEndpoints(l.gen, voterSelector(name), access != nil)
 	f.T.Cleanup(func() { cancel(); <-l.done })
 	waitAcked(f, l.gen, 50)
 	waitSettled(f, name)

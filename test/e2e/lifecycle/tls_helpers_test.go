@@ -4,7 +4,6 @@ package lifecycle
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,11 +107,4 @@ func createPasswordSecret(f *framework.Test, name, password string) {
 	if _, err := f.Kube.CoreV1().Secrets(f.Namespace).Create(f.Ctx, s, metav1.CreateOptions{}); err != nil {
 		f.T.Fatalf("creating Secret %s: %v", name, err)
 	}
-}
-
-// certPool is a pool of one PEM CA.
-func certPool(pem []byte) *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AppendCertsFromPEM(pem)
-	return p
 }

@@ -156,3 +156,48 @@ func TestTLSSecretMissing(t *testing.T) {
 		return nil
 	})
 }
+
+// TestAuthSecretInvalid asks for auth with a credentials Secret whose password key is missing:
+// Degraded=True/AuthSecretInvalid names the Secret, the key and the fix before auth is ever
+// enabled; once the Secret holds a password the condition clears within AccessRetry.
+func TestAuthSecretInvalid(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.startController()
+	ca, err := testpki.NewCA("auth-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "auth-server"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("x"), "ca.crt": ca.CertPEM}}
+	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "auth-root"}, Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte("root")}}
+	for _, s := range []*corev1.Secret{server, root} {
+		if err := k8s.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &etcdv1alpha2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "auth"},
+		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To[int32](1), Version: "3.6.5",
+			Storage: etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+			TLS:     &etcdv1alpha2.EtcdClusterTLS{Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: &corev1.LocalObjectReference{Name: "auth-server"}}},
+			Auth:    &etcdv1alpha2.AuthSpec{Enabled: true, RootCredentialsSecretRef: &corev1.LocalObjectReference{Name: "auth-root"}}},
+	}
+	if err := w.createCluster(c); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, convergeTimeout, "Degraded=True/AuthSecretInvalid",
+		w.condition("auth", etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue, membership.ReasonAuthSecretInvalid,
+			"Secret auth-root key password is missing or empty", "kubectl create secret generic auth-root"))
+	root.Data["password"] = []byte("a-password")
+	if err := k8s.Update(t.Context(), root); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, membership.AccessRetry+10*time.Second, "AuthSecretInvalid cleared", func() error {
+		if d := meta.FindStatusCondition(w.cluster("auth").Status.Conditions, etcdv1alpha2.ConditionDegraded); d == nil || d.Reason == membership.ReasonAuthSecretInvalid {
+			return fmt.Errorf("Degraded = %+v", d)
+		}
+		return nil
+	})
+}

@@ -124,3 +124,6 @@ func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	return n
 }
+
+// CommonName is the CA's common name, as issued certificates name their issuer.
+func (ca *CA) CommonName() string { return ca.cert.Subject.CommonName }
