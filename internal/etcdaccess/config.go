@@ -21,7 +21,7 @@ import (
 var ErrMaterial = errors.New("unusable Secret")
 
 // ErrSecretMissing means a Secret the operator needs does not exist.
-var ErrSecretMissing = errors.New("Secret does not exist")
+var ErrSecretMissing = errors.New("secret does not exist")
 
 // MaterialError is an ErrMaterial or ErrSecretMissing naming the Secret and key.
 type MaterialError struct {

@@ -254,7 +254,7 @@ func servedIssuer(addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	return conn.ConnectionState().PeerCertificates[0].Issuer.CommonName, nil
 }
 

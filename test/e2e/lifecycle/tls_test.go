@@ -63,7 +63,7 @@ func TestMutualTLSWithAuth(t *testing.T) {
 	}
 	healOnePod(f, name, 5)
 	setReplicas(f, name, 3)
-	ec = waitConverged(f, name, 3, scaleTimeout)
+	waitConverged(f, name, 3, scaleTimeout)
 	changePassword(f, pki, name, first, second)
 	waitAcked(f, gen, gen.Stats().AckedPuts+50)
 	stopFollowing()
@@ -252,10 +252,10 @@ func handshake(addr string, t *tls.Config) func(context.Context) error {
 		if err != nil {
 			return err
 		}
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 		_, err = conn.Read(make([]byte, 1))
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 			return nil
 		}
 		return err
@@ -266,13 +266,13 @@ func handshake(addr string, t *tls.Config) func(context.Context) error {
 func peerGet(url string, t *tls.Config) func(context.Context) error {
 	return func(ctx context.Context) error {
 		t.ServerName, t.VerifyConnection = "", nil
-		t.InsecureSkipVerify = true //nolint:gosec // only the server's refusal of the client is under test
+		t.InsecureSkipVerify = true // only the server's refusal of the client is under test
 		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: t}}
 		resp, err := c.Get(url)
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		return nil
 	}
 }
@@ -309,7 +309,7 @@ func metricsPortServesOnlyMetrics(f *framework.Test, ip string) {
 			continue
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != want {
 			f.T.Errorf("GET %s on the metrics port: %d, want %d", path, resp.StatusCode, want)
 		}

@@ -47,7 +47,7 @@ func TestRootAuthLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer raw.Close()
+	defer func() { _ = raw.Close() }()
 	if _, err := raw.UserAdd(ctx, "root", adopted); err != nil {
 		t.Fatal(err)
 	}
