@@ -25,7 +25,7 @@ type accessProblem struct {
 	authOn bool
 }
 
-// scope projects the access problems for the planner.
+// accessScope projects the access problems for the planner.
 func (o *observation) accessScope() membership.Access {
 	c := o.cluster
 	return membership.Access{
