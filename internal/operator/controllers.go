@@ -34,6 +34,7 @@ func controllers(opts Options) []controllerSetup {
 		etcdcluster.WithEtcdViews(views),
 		etcdcluster.WithImageRepository(opts.EtcdImageRepository),
 		etcdcluster.WithGuardImage(opts.DataGuardImage),
+		etcdcluster.WithClusterDomain(opts.ClusterDomain),
 	}
 	memberOpts := []etcdmember.Option{
 		etcdmember.WithImageRepository(opts.EtcdImageRepository),

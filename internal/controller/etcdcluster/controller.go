@@ -107,6 +107,10 @@ type Reconciler struct {
 	// logTail reads a member's log tail from its guard while quorum is lost
 	// (docs/design/quorum-recovery.md).
 	logTail logTailReader
+	// clusterDomain is the Kubernetes DNS domain the managed certificates name (docs/tls.md).
+	clusterDomain string
+	// tlsCache remembers each cluster's parsed TLS Secrets and announced expiries (tlscache.go).
+	tlsCache *tlsCache
 }
 
 // Option configures a Reconciler.
@@ -157,6 +161,16 @@ func WithGuardImage(image string) Option { return func(r *Reconciler) { r.guardI
 // (docs/design/storage.md).
 func WithoutClusterScopedReads() Option { return func(r *Reconciler) { r.noStorageClassReads = true } }
 
+// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain) that the certificates of
+// spec.tls.managed name besides the short Service names; empty keeps cluster.local.
+func WithClusterDomain(domain string) Option {
+	return func(r *Reconciler) {
+		if domain != "" {
+			r.clusterDomain = domain
+		}
+	}
+}
+
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {
 	return func(r *Reconciler) { r.jitter = f }
@@ -168,11 +182,12 @@ func WithResyncJitter(f func(time.Duration) time.Duration) Option {
 func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder, pool etcdclient.Clients[etcdclient.Client], opts ...Option) *Reconciler {
 	r := &Reconciler{
 		client: c, apiReader: apiReader, recorder: recorder,
-		clock:   clock.RealClock{},
-		jitter:  defaultJitter,
-		memory:  newMemory(),
-		hashes:  newHashChecks(),
-		logTail: httpLogTail,
+		clock:    clock.RealClock{},
+		jitter:   defaultJitter,
+		memory:   newMemory(),
+		hashes:   newHashChecks(),
+		logTail:  httpLogTail,
+		tlsCache: newTLSCache(), clusterDomain: defaultClusterDomain,
 	}
 	if pool != nil {
 		r.etcd = etcdclient.Narrow(pool, asEtcdAPI)
@@ -268,7 +283,8 @@ func deadlineChanged() predicate.Predicate {
 //     and stop (no cluster finalizer: garbage collection removes members, Services, PDB and,
 //     under reclaimPolicy Delete, PVCs). Annotation adoption-in-progress → stop without a write.
 //  2. Observe, once: EtcdMembers, Pods, PVCs, StorageClasses (only while a PVC is smaller than
-//     the latched size), the TLS material spec.tls asks for that is missing, and etcd's view
+//     the latched size), the TLS material spec.tls asks for that is missing or invalid (and,
+//     under spec.tls.managed, which Secrets to issue or renew), and etcd's view
 //     (MemberList, Status of every member endpoint, alarms, leader), and, when due, the voters'
 //     keyspace hashes (observe_hash.go). A failed read ends the
 //     pass with its error and no status write: nothing honest could be written.
@@ -278,11 +294,14 @@ func deadlineChanged() predicate.Predicate {
 //  4. Execute, in order, each step able to end the pass: the headless and client Services;
 //     the Warnings the plan calls for; an adoption ends the pass here (requeue after
 //     nextStepDelay), so that it is written before anything acts on it; the member status
-//     fields; the in-place template fields; the PVC requests and recorded sizes; the step.
+//     fields; the in-place template fields; the PVC requests and recorded sizes; the
+//     certificates (Warnings of expiring ones; managed Secrets issued, after which the pass
+//     ends); the step.
 //  5. Always, once anything was observed: render status and conditions from the plan, apply
 //     the PDB, patch status once if it changed, record metrics.
 //  6. Requeue: what the executed step asked for; after a write conflict, quietly after
-//     step.ConflictRetry; otherwise the jittered resync.
+//     step.ConflictRetry; otherwise the jittered resync; never later than the next renewal
+//     of a managed certificate.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &etcdv1alpha2.EtcdCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, cluster); err != nil {
@@ -319,14 +338,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		step.Named{Name: "memberStatus", Run: x.syncMemberStatus},
 		step.Named{Name: "inPlace", Run: x.syncInPlaceTemplate},
 		step.Named{Name: "storage", Run: x.growStorage},
+		step.Named{Name: "certificates", Run: x.syncCertificates},
 		step.Named{Name: "action", Run: x.act},
 	)
 	start = time.Now()
 	err = errors.Join(err, x.finish(ctx))
 	metrics.StepDuration(ControllerName, "status", time.Since(start))
 	out, err := step.Finish(res, err)
-	if err == nil && out.RequeueAfter == 0 {
-		out.RequeueAfter = r.jitter(healthResync)
+	if err == nil {
+		if out.RequeueAfter == 0 {
+			out.RequeueAfter = r.jitter(healthResync)
+		}
+		out.RequeueAfter = renewalRequeue(out.RequeueAfter, obs.certs.managed, obs.now)
 	}
 	return out, err
 }
@@ -338,6 +361,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	}
 	r.memory.forget(key)
 	r.hashes.forget(key)
+	r.tlsCache.forget(key)
 	if r.views != nil {
 		r.views.Forget(key)
 	}

@@ -31,8 +31,10 @@ type observation struct {
 	// classes are the StorageClasses, read only while some PVC is smaller than the latched
 	// size; nil otherwise.
 	classes *storageClasses
-	// tls is the TLS material spec.tls asks for that is missing.
-	tls membership.TLS
+	// tls is the TLS material spec.tls asks for that is missing or invalid; certs the rest of
+	// what was read of the certificates.
+	tls   membership.TLS
+	certs certificates
 	// caBundles are the digests of the ca.crt of the TLS Secrets read this pass, by Secret name
 	// (desired.CADigest): they enter members' template hashes.
 	caBundles map[string]string
@@ -119,7 +121,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 	if o.classes, err = r.observeStorageClasses(ctx, o); err != nil {
 		return nil, err
 	}
-	if o.tls, o.caBundles, err = r.observeTLS(ctx, c); err != nil {
+	if err = r.observeTLS(ctx, o); err != nil {
 		return nil, err
 	}
 	if err := r.observeCredentials(ctx, o); err != nil {
