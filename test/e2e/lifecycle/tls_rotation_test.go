@@ -5,6 +5,7 @@ package lifecycle
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -250,12 +251,21 @@ func waitServing(f *framework.Test, name string, next *rotationPKI) {
 
 // servedIssuer is the issuer common name of the certificate served at addr.
 func servedIssuer(addr string) (string, error) {
-	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only the served certificate is read
+	cert, err := servedCert(addr)
 	if err != nil {
 		return "", err
 	}
+	return cert.Issuer.CommonName, nil
+}
+
+// servedCert is the leaf certificate served at addr, read without verifying it.
+func servedCert(addr string) (*x509.Certificate, error) {
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only the served certificate is read
+	if err != nil {
+		return nil, err
+	}
 	defer func() { _ = conn.Close() }()
-	return conn.ConnectionState().PeerCertificates[0].Issuer.CommonName, nil
+	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
 // TestRollingUpgradeMTLSAuth upgrades a 3-member cluster with client and peer mTLS and auth
