@@ -18,13 +18,13 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.storage.storageClassName) || !has(oldSelf.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName",message="spec.storage.storageClassName is immutable post-create (a PVC's storageClassName itself is immutable, and the operator does not roll PVCs); delete and recreate the cluster to change the StorageClass"
 // +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth)",message="spec.auth cannot be added to or removed from an existing cluster; delete and recreate"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(oldSelf.auth) || self.auth == oldSelf.auth",message="spec.auth is immutable post-create; delete and recreate the cluster to change auth configuration"
-// +kubebuilder:validation:XValidation:rule="!(has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || (has(self.tls) && has(self.tls.client))",message="spec.auth.enabled requires spec.tls.client (auth credentials must not cross a plaintext connection)"
+// +kubebuilder:validation:XValidation:rule="!(has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || (has(self.tls) && (has(self.tls.client) || has(self.tls.managed)))",message="spec.auth.enabled requires spec.tls.client (auth credentials must not cross a plaintext connection)"
 // +kubebuilder:validation:XValidation:rule="!(has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || has(self.auth.rootCredentialsSecretRef)",message="spec.auth.enabled requires spec.auth.rootCredentialsSecretRef"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap cannot be added to or removed from an existing cluster; it is consulted only at first bootstrap"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="spec.bootstrap is immutable post-create; it is consulted only at first bootstrap"
 // +kubebuilder:validation:XValidation:rule="!(has(self.bootstrap) && has(self.bootstrap.restore)) || !(has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.bootstrap.restore is unsupported with spec.storage.medium=Memory: the restored data dir is tmpfs, so any seed Pod restart re-restores the snapshot — reverting writes (single member) or breaking the cluster with a fresh ID it can't rejoin (multi-member). Use persistent storage to restore."
 // +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || !quantity(string(self.storage.size)).isLessThan(self.options.quotaBackendBytes == 0 ? quantity('2Gi') : quantity('0').add(self.options.quotaBackendBytes))",fieldPath=".options.quotaBackendBytes",message="spec.options.quotaBackendBytes must not exceed spec.storage.size (0 means etcd's own default, 2 GiB): the volume would fill up before etcd raises its NOSPACE alarm; lower the quota, leave it unset for min(2 GiB, size/2), or grow spec.storage.size"
-// +kubebuilder:validation:XValidation:rule="!has(self.clientService) || !has(self.clientService.type) || !(self.clientService.type in ['LoadBalancer', 'NodePort']) || (has(self.clientService.allowUnauthenticated) && self.clientService.allowUnauthenticated) || (has(self.tls) && has(self.tls.client) && ((has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || has(self.tls.client.operatorClientSecretRef) || (has(self.tls.client.certManager) && has(self.tls.client.certManager.operatorClientIssuerRef))))",fieldPath=".clientService.type",message="spec.clientService.type LoadBalancer or NodePort exposes etcd outside the cluster, which needs spec.tls.client and authenticated clients: spec.auth.enabled, or client certificates (spec.tls.client.operatorClientSecretRef or certManager.operatorClientIssuerRef); add them, use type ClusterIP, or set spec.clientService.allowUnauthenticated: true to accept an endpoint that anyone who reaches it can read and write"
+// +kubebuilder:validation:XValidation:rule="!has(self.clientService) || !has(self.clientService.type) || !(self.clientService.type in ['LoadBalancer', 'NodePort']) || (has(self.clientService.allowUnauthenticated) && self.clientService.allowUnauthenticated) || (has(self.tls) && has(self.tls.managed)) || (has(self.tls) && has(self.tls.client) && ((has(self.auth) && has(self.auth.enabled) && self.auth.enabled) || has(self.tls.client.operatorClientSecretRef) || (has(self.tls.client.certManager) && has(self.tls.client.certManager.operatorClientIssuerRef))))",fieldPath=".clientService.type",message="spec.clientService.type LoadBalancer or NodePort exposes etcd outside the cluster, which needs client TLS and authenticated clients: spec.tls.managed, or spec.tls.client with spec.auth.enabled or client certificates (spec.tls.client.operatorClientSecretRef or certManager.operatorClientIssuerRef); add them, use type ClusterIP, or set spec.clientService.allowUnauthenticated: true to accept an endpoint that anyone who reaches it can read and write"
 type EtcdClusterSpec struct {
 	// replicas is the number of etcd members, at most 7 (etcd's recommended largest cluster:
 	// every write waits for a majority, so more members make writes slower without making the
@@ -151,6 +151,7 @@ type EtcdClusterSpec struct {
 
 // EtcdClusterTLS configures TLS for the client API (port 2379) and the peer API (port 2380),
 // each optional. Which mode a plane runs in follows from which fields are present.
+// +kubebuilder:validation:XValidation:rule="!has(self.managed) || (!has(self.client) && !has(self.peer))",message="spec.tls.managed cannot be combined with spec.tls.client or spec.tls.peer: with managed the operator issues the client and the peer certificates itself; remove client and peer, or remove managed"
 type EtcdClusterTLS struct {
 	// client configures TLS on the client API. Unset means plaintext.
 	// +optional
@@ -159,6 +160,12 @@ type EtcdClusterTLS struct {
 	// peer configures TLS on the peer API; it is always mutual TLS. Unset means plaintext.
 	// +optional
 	Peer *PeerTLS `json:"peer,omitempty"`
+
+	// managed has the operator run two CAs for the cluster and issue and renew every
+	// certificate itself: mutual TLS on the client API and on the peer API. Excludes client and
+	// peer.
+	// +optional
+	Managed *ManagedTLS `json:"managed,omitempty"`
 }
 
 // ClientTLS is client API TLS from exactly one source: a Secret you provide (serverSecretRef)

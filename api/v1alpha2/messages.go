@@ -101,9 +101,11 @@ const (
 	// MsgClientServiceAnnotationsSize is rule 24 for the size of clientService.annotations.
 	MsgClientServiceAnnotationsSize = "spec.clientService.annotations may hold at most 64 KiB of keys and values together: the client Service also carries spec.additionalMetadata.annotations, and Kubernetes allows 256 KiB of annotations in all; shorten or remove some"
 	// MsgClientServiceExposed is rule 25.
-	MsgClientServiceExposed = "spec.clientService.type LoadBalancer or NodePort exposes etcd outside the cluster, which needs spec.tls.client and authenticated clients: spec.auth.enabled, or client certificates (spec.tls.client.operatorClientSecretRef or certManager.operatorClientIssuerRef); add them, use type ClusterIP, or set spec.clientService.allowUnauthenticated: true to accept an endpoint that anyone who reaches it can read and write"
+	MsgClientServiceExposed = "spec.clientService.type LoadBalancer or NodePort exposes etcd outside the cluster, which needs client TLS and authenticated clients: spec.tls.managed, or spec.tls.client with spec.auth.enabled or client certificates (spec.tls.client.operatorClientSecretRef or certManager.operatorClientIssuerRef); add them, use type ClusterIP, or set spec.clientService.allowUnauthenticated: true to accept an endpoint that anyone who reaches it can read and write"
 	// MsgVersionTooOld is rule 26; its version is internal/version.Oldest (a test keeps them equal).
 	MsgVersionTooOld = "spec.version must be 3.5.0 or later, the oldest etcd version the operator runs; choose a newer release"
+	// MsgManagedTLSExclusive is rule 27.
+	MsgManagedTLSExclusive = "spec.tls.managed cannot be combined with spec.tls.client or spec.tls.peer: with managed the operator issues the client and the peer certificates itself; remove client and peer, or remove managed"
 
 	// MsgSnapshotSpecImmutable rejects any change to an EtcdSnapshot's spec.
 	MsgSnapshotSpecImmutable = "EtcdSnapshot spec is immutable; create a new EtcdSnapshot to take another snapshot"

@@ -15,9 +15,10 @@ const (
 	RootUser = "root"
 )
 
-// ClientTLS reports whether c's client API (2379) serves TLS.
+// ClientTLS reports whether c's client API (2379) serves TLS: from spec.tls.client, or from the
+// operator's own certificates (spec.tls.managed).
 func ClientTLS(c *etcdv1alpha2.EtcdCluster) bool {
-	return c.Spec.TLS != nil && c.Spec.TLS.Client != nil
+	return c.Spec.TLS != nil && (c.Spec.TLS.Client != nil || c.Spec.TLS.Managed != nil)
 }
 
 // ServerSecretName is the Secret holding the client API's server certificate and the CA bundle
@@ -26,8 +27,8 @@ func ServerSecretName(c *etcdv1alpha2.EtcdCluster) string {
 	if !ClientTLS(c) {
 		return ""
 	}
-	if ref := c.Spec.TLS.Client.ServerSecretRef; ref != nil {
-		return ref.Name
+	if ct := c.Spec.TLS.Client; ct != nil && ct.ServerSecretRef != nil {
+		return ct.ServerSecretRef.Name
 	}
 	return c.Name + "-server-tls"
 }
@@ -40,6 +41,9 @@ func OperatorClientSecretName(c *etcdv1alpha2.EtcdCluster) string {
 	}
 	ct := c.Spec.TLS.Client
 	switch {
+	case ct == nil:
+		// spec.tls.managed: always mutual TLS, under cert-manager mode's Secret name.
+		return c.Name + "-operator-client-tls"
 	case ct.OperatorClientSecretRef != nil:
 		return ct.OperatorClientSecretRef.Name
 	case ct.CertManager != nil && ct.CertManager.OperatorClientIssuerRef != nil:

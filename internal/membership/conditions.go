@@ -241,6 +241,8 @@ func degraded(in ConditionInput) metav1.Condition {
 		return t(ReasonAlarmActive, noSpaceMessage(s))
 	case len(s.TLS.MissingSecrets) > 0:
 		return t(ReasonTLSSecretMissing, tlsSecretMessage(s.TLS))
+	case len(s.TLS.Certificates) > 0:
+		return t(ReasonCertificateInvalid, certificateMessage(s.TLS))
 	case accessReason != "":
 		return t(accessReason, accessMessage)
 	case len(blocked) > 0:

@@ -99,6 +99,14 @@ func TestConditions(t *testing.T) {
 		}, Lock{}, want{metav1.ConditionFalse, ReasonCertManagerNotInstalled}, want{metav1.ConditionTrue, ReasonWaitingForSeed}, want{metav1.ConditionTrue, ReasonTLSSecretMissing}},
 		{"a Secret of a formed cluster deleted", func() Scope { s := steady3(); s.TLS.MissingSecrets = []string{"byo"}; return s }, Lock{},
 			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionTrue, ReasonTLSSecretMissing}},
+		{"an invalid certificate on a new cluster", func() Scope {
+			return Scope{Target: 3, TLS: TLS{Certificates: []CertificateProblem{{Message: "Secret byo, key ca.crt: missing", Holds: true}}}}
+		}, Lock{}, want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionTrue, ReasonWaitingForSeed}, want{metav1.ConditionTrue, ReasonCertificateInvalid}},
+		{"a certificate of a formed cluster expiring within a week", func() Scope {
+			s := steady3()
+			s.TLS.Certificates = []CertificateProblem{{Message: "Secret byo, key tls.crt: expires soon"}}
+			return s
+		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionTrue, ReasonCertificateInvalid}},
 		{"version change refused on a converged cluster", steady3, Lock{Rejected: "version 3.7.3 skips a minor"},
 			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonVersionChangeRejected}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
 		{"a refused version change outranks the deadline it was met at", func() Scope { s := steady3(); s.Target = 5; return s },
@@ -174,6 +182,9 @@ func TestDegradedPrecedence(t *testing.T) {
 		{ReasonMembersUnhealthy, func(s *Scope) { s.Members[0].Unhealthy = true; s.Members[0].HealthyReason = "CrashLoop" }},
 		{ReasonMemberUnschedulable, func(s *Scope) { unschedulable(&s.Members[1]) }},
 		{ReasonMemberDeletionBlocked, func(s *Scope) { s.Members[2].Deleting = true }},
+		{ReasonCertificateInvalid, func(s *Scope) {
+			s.TLS.Certificates = []CertificateProblem{{Message: "Secret c-peer, key ca.crt: missing; add it", Holds: true}}
+		}},
 		{ReasonTLSSecretMissing, func(s *Scope) { s.TLS.MissingSecrets = []string{"c-server-tls"} }},
 		{ReasonAlarmActive, func(s *Scope) {
 			s.Etcd.Alarms = []etcdclient.Alarm{{MemberID: 2, Type: etcdclient.AlarmNoSpace}}

@@ -12,6 +12,8 @@ import (
 func TestNextHoldsWhatWouldStartEtcdWithoutTLS(t *testing.T) {
 	t.Parallel()
 	noCertManager := TLS{CertManagerMissing: true, MissingSecrets: []string{"c-peer-tls", "c-server-tls"}}
+	invalid := TLS{Certificates: []CertificateProblem{{Message: "Secret byo, key ca.crt: missing", Holds: true}}}
+	expiring := TLS{Certificates: []CertificateProblem{{Message: "Secret byo, key tls.crt: expires soon"}}}
 	pending := with(mem("p", 4), func(m *Member) { m.Pending, m.PodRunning, m.PodReady, m.Ready = true, false, false, false })
 	cases := []struct {
 		name      string
@@ -36,6 +38,11 @@ func TestNextHoldsWhatWouldStartEtcdWithoutTLS(t *testing.T) {
 		{"scale-down goes ahead", func() Scope { s := steady3(); s.Target = 2; return s }, TLS{MissingSecrets: []string{"byo"}}, KindRemove, TLSSecretWait},
 		{"converged: nothing to do, look again", steady3, TLS{MissingSecrets: []string{"byo"}}, KindNone, TLSSecretWait},
 		{"nothing missing: untouched", func() Scope { return Scope{Target: 3} }, TLS{}, KindCreateSeed, 0},
+		{"seed not created with an invalid certificate", func() Scope { return Scope{Target: 1} }, invalid, KindWait, TLSSecretWait},
+		{"no member created on scale-up with an invalid certificate", func() Scope { s := steady3(); s.Target = 5; return s }, invalid, KindWait, TLSSecretWait},
+		{"scale-down goes ahead with an invalid certificate", func() Scope { s := steady3(); s.Target = 2; return s }, invalid, KindRemove, TLSSecretWait},
+		{"a certificate expiring soon holds nothing", func() Scope { return Scope{Target: 3} }, expiring, KindCreateSeed, 0},
+		{"seed waits for the operator's own certificates", func() Scope { return Scope{Target: 3} }, TLS{Issuing: []string{"c-peer-tls"}}, KindWait, TLSSecretWait},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -68,5 +75,21 @@ func TestTLSMessages(t *testing.T) {
 		if !strings.Contains(msg, part) {
 			t.Errorf("CertManagerNotInstalled message %q does not say %q", msg, part)
 		}
+	}
+}
+
+func TestCertificateMessages(t *testing.T) {
+	t.Parallel()
+	both := TLS{Certificates: []CertificateProblem{{Message: "Secret a, key ca.crt: missing; add it", Holds: true}, {Message: "Secret b, key tls.crt: expires soon"}}}
+	if got, want := certificateMessage(both),
+		"Secret a, key ca.crt: missing; add it; Secret b, key tls.crt: expires soon; no new member is started until fixed (looked at again every 10s)"; got != want {
+		t.Errorf("certificateMessage = %q, want %q", got, want)
+	}
+	if got, want := certificateMessage(TLS{Certificates: both.Certificates[1:]}), "Secret b, key tls.crt: expires soon"; got != want {
+		t.Errorf("certificateMessage of a warning = %q, want %q", got, want)
+	}
+	if got, want := tlsProblem(TLS{Certificates: both.Certificates, Issuing: []string{"c-ca"}}),
+		"a certificate is invalid (condition Degraded, reason CertificateInvalid, says which and how to fix it); the operator is issuing c-ca"; got != want {
+		t.Errorf("tlsProblem = %q, want %q", got, want)
 	}
 }

@@ -107,9 +107,10 @@ type Reconciler struct {
 	// logTail reads a member's log tail from its guard while quorum is lost
 	// (docs/design/quorum-recovery.md).
 	logTail logTailReader
-	// clusterDomain is the Kubernetes DNS domain (--cluster-domain), for the names in the
-	// cert-manager Certificates.
+	// clusterDomain is the Kubernetes DNS domain the managed certificates name (docs/tls.md).
 	clusterDomain string
+	// tlsCache remembers each cluster's parsed TLS Secrets and announced expiries (tlscache.go).
+	tlsCache *tlsCache
 }
 
 // Option configures a Reconciler.
@@ -160,10 +161,15 @@ func WithGuardImage(image string) Option { return func(r *Reconciler) { r.guardI
 // (docs/design/storage.md).
 func WithoutClusterScopedReads() Option { return func(r *Reconciler) { r.noStorageClassReads = true } }
 
-// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain) the SANs of the
-// cert-manager Certificates carry besides the short names (docs/tls.md, "cert-manager"); empty
-// means defaultClusterDomain.
-func WithClusterDomain(domain string) Option { return func(r *Reconciler) { r.clusterDomain = domain } }
+// WithClusterDomain sets the Kubernetes DNS domain (--cluster-domain) that the certificates of
+// spec.tls.managed name besides the short Service names; empty keeps cluster.local.
+func WithClusterDomain(domain string) Option {
+	return func(r *Reconciler) {
+		if domain != "" {
+			r.clusterDomain = domain
+		}
+	}
+}
 
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {
@@ -176,11 +182,12 @@ func WithResyncJitter(f func(time.Duration) time.Duration) Option {
 func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder, pool etcdclient.Clients[etcdclient.Client], opts ...Option) *Reconciler {
 	r := &Reconciler{
 		client: c, apiReader: apiReader, recorder: recorder,
-		clock:   clock.RealClock{},
-		jitter:  defaultJitter,
-		memory:  newMemory(),
-		hashes:  newHashChecks(),
-		logTail: httpLogTail,
+		clock:    clock.RealClock{},
+		jitter:   defaultJitter,
+		memory:   newMemory(),
+		hashes:   newHashChecks(),
+		logTail:  httpLogTail,
+		tlsCache: newTLSCache(), clusterDomain: defaultClusterDomain,
 	}
 	if pool != nil {
 		r.etcd = etcdclient.Narrow(pool, asEtcdAPI)
@@ -276,8 +283,9 @@ func deadlineChanged() predicate.Predicate {
 //     and stop (no cluster finalizer: garbage collection removes members, Services, PDB and,
 //     under reclaimPolicy Delete, PVCs). Annotation adoption-in-progress → stop without a write.
 //  2. Observe, once: EtcdMembers, Pods, PVCs, StorageClasses (only while a PVC is smaller than
-//     the latched size), the TLS material spec.tls asks for that is missing (cert-manager
-//     Certificates included), and etcd's view
+//     the latched size), the TLS material spec.tls asks for that is missing or invalid (and,
+//     under spec.tls.managed, which Secrets to issue or renew; with cert-manager, which of its
+//     Certificates do not exist), and etcd's view
 //     (MemberList, Status of every member endpoint, alarms, leader), and, when due, the voters'
 //     keyspace hashes (observe_hash.go). A failed read ends the
 //     pass with its error and no status write: nothing honest could be written.
@@ -288,11 +296,13 @@ func deadlineChanged() predicate.Predicate {
 //     the missing cert-manager Certificates; the Warnings the plan calls for; an adoption ends
 //     the pass here (requeue after nextStepDelay), so that it is written before anything acts
 //     on it; the member status fields; the in-place template fields; the PVC requests and
-//     recorded sizes; the step.
+//     recorded sizes; the certificates (Warnings of expiring ones; managed Secrets issued,
+//     after which the pass ends); the step.
 //  5. Always, once anything was observed: render status and conditions from the plan, apply
 //     the PDB, patch status once if it changed, record metrics.
 //  6. Requeue: what the executed step asked for; after a write conflict, quietly after
-//     step.ConflictRetry; otherwise the jittered resync.
+//     step.ConflictRetry; otherwise the jittered resync; never later than the next renewal
+//     of a managed certificate.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &etcdv1alpha2.EtcdCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, cluster); err != nil {
@@ -324,20 +334,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	metrics.StepDuration(ControllerName, "plan", time.Since(start))
 	res, err := step.Run(ctx, func(name string, took time.Duration) { metrics.StepDuration(ControllerName, name, took) },
 		step.Named{Name: "services", Run: x.ensureServices},
-		step.Named{Name: "certificates", Run: x.ensureCertificates},
+		step.Named{Name: "certManager", Run: x.ensureCertManagerCertificates},
 		step.Named{Name: "announce", Run: x.announce},
 		step.Named{Name: "adopt", Run: x.stopAfterAdoption},
 		step.Named{Name: "memberStatus", Run: x.syncMemberStatus},
 		step.Named{Name: "inPlace", Run: x.syncInPlaceTemplate},
 		step.Named{Name: "storage", Run: x.growStorage},
+		step.Named{Name: "certificates", Run: x.syncCertificates},
 		step.Named{Name: "action", Run: x.act},
 	)
 	start = time.Now()
 	err = errors.Join(err, x.finish(ctx))
 	metrics.StepDuration(ControllerName, "status", time.Since(start))
 	out, err := step.Finish(res, err)
-	if err == nil && out.RequeueAfter == 0 {
-		out.RequeueAfter = r.jitter(healthResync)
+	if err == nil {
+		if out.RequeueAfter == 0 {
+			out.RequeueAfter = r.jitter(healthResync)
+		}
+		out.RequeueAfter = renewalRequeue(out.RequeueAfter, obs.certs.managed, obs.now)
 	}
 	return out, err
 }
@@ -349,6 +363,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	}
 	r.memory.forget(key)
 	r.hashes.forget(key)
+	r.tlsCache.forget(key)
 	if r.views != nil {
 		r.views.Forget(key)
 	}

@@ -29,6 +29,7 @@ type executor struct {
 	apiReader client.Reader
 	recorder  events.EventRecorder
 	memory    *memory
+	tlsCache  *tlsCache
 	views     *etcdview.Board
 	obs       *observation
 	plan      membership.Plan
@@ -67,7 +68,7 @@ type removal struct {
 }
 
 func (r *Reconciler) executor(o *observation, plan membership.Plan) *executor {
-	return &executor{client: r.client, apiReader: r.apiReader, recorder: r.recorder, memory: r.memory, views: r.views, obs: o, plan: plan,
+	return &executor{client: r.client, apiReader: r.apiReader, recorder: r.recorder, memory: r.memory, tlsCache: r.tlsCache, views: r.views, obs: o, plan: plan,
 		written: map[string]*etcdv1alpha2.EtcdMember{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}}
 }
 

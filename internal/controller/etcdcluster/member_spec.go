@@ -81,10 +81,16 @@ func controllerRef(c *etcdv1alpha2.EtcdCluster) metav1.OwnerReference {
 }
 
 // memberTLS is the part of the cluster's TLS a member's Pod needs (docs/api.md, member
-// template): Secret names, whether BYO or cert-manager's.
+// template): Secret names, whether BYO, cert-manager's or the operator's.
 func memberTLS(c *etcdv1alpha2.EtcdCluster) *etcdv1alpha2.EtcdMemberTLS {
 	out := &etcdv1alpha2.EtcdMemberTLS{PeerAutoTLS: c.Annotations[etcdv1alpha2.AnnotationPeerAutoTLS] == "true"}
 	if t := c.Spec.TLS; t != nil {
+		if t.Managed != nil {
+			// Client mutual TLS and peer TLS from the operator's CAs (certificates.go).
+			out.ClientServerSecretRef = &corev1.LocalObjectReference{Name: serverSecretName(c.Name)}
+			out.ClientMTLS = true
+			out.PeerSecretRef = &corev1.LocalObjectReference{Name: peerSecretName(c.Name)}
+		}
 		if cl := t.Client; cl != nil {
 			switch {
 			case cl.ServerSecretRef != nil:

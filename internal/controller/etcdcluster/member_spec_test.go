@@ -28,6 +28,8 @@ func TestMemberTLS(t *testing.T) {
 			Client: &etcdv1alpha2.ClientTLS{CertManager: &etcdv1alpha2.ClientCertManagerTLS{OperatorClientIssuerRef: &etcdv1alpha2.IssuerReference{Name: "ca"}}},
 			Peer:   &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{}}}, nil,
 			&etcdv1alpha2.EtcdMemberTLS{ClientServerSecretRef: ref("c-server-tls"), ClientMTLS: true, PeerSecretRef: ref("c-peer-tls")}},
+		{"managed", &etcdv1alpha2.EtcdClusterTLS{Managed: &etcdv1alpha2.ManagedTLS{}}, nil,
+			&etcdv1alpha2.EtcdMemberTLS{ClientServerSecretRef: ref("c-server-tls"), ClientMTLS: true, PeerSecretRef: ref("c-peer-tls")}},
 		{"legacy peer auto TLS", nil, map[string]string{etcdv1alpha2.AnnotationPeerAutoTLS: "true"},
 			&etcdv1alpha2.EtcdMemberTLS{PeerAutoTLS: true}},
 	}

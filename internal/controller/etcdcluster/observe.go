@@ -32,11 +32,13 @@ type observation struct {
 	// classes are the StorageClasses, read only while some PVC is smaller than the latched
 	// size; nil otherwise.
 	classes *storageClasses
-	// tls is the TLS material spec.tls asks for that is missing.
-	tls membership.TLS
-	// certificates are the cert-manager Certificates spec.tls asks for that do not exist,
-	// rendered for ensureCertificates (observe_certificates.go).
-	certificates []*unstructured.Unstructured
+	// tls is the TLS material spec.tls asks for that is missing or invalid; certs the rest of
+	// what was read of the certificates.
+	tls   membership.TLS
+	certs certificates
+	// certManager are the cert-manager Certificates spec.tls asks for that do not exist,
+	// rendered for ensureCertManagerCertificates (observe_certmanager.go).
+	certManager []*unstructured.Unstructured
 	// caBundles are the digests of the ca.crt of the TLS Secrets read this pass, by Secret name
 	// (desired.CADigest): they enter members' template hashes.
 	caBundles map[string]string
@@ -123,13 +125,13 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 	if o.classes, err = r.observeStorageClasses(ctx, o); err != nil {
 		return nil, err
 	}
-	if o.tls, o.caBundles, err = r.observeTLS(ctx, c); err != nil {
+	if err = r.observeTLS(ctx, o); err != nil {
+		return nil, err
+	}
+	if o.certManager, err = r.observeCertManager(ctx, c, o.tls); err != nil {
 		return nil, err
 	}
 	if err := r.observeCredentials(ctx, o); err != nil {
-		return nil, err
-	}
-	if o.certificates, err = r.observeCertificates(ctx, c, o.tls); err != nil {
 		return nil, err
 	}
 	var runs etcdv1alpha2.EtcdDefragList

@@ -8,11 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
+	"github.com/etcd-operator/etcd-operator/internal/pki"
 )
 
 // errNoProbe is returned for a cluster asking for cert-manager when the Reconciler was built
@@ -25,7 +27,8 @@ func certManagerRequested(t *etcdv1alpha2.EtcdClusterTLS) bool {
 }
 
 // tlsSecretNames are the Secrets spec.tls refers to, the operator's client Secret included,
-// sorted: the ones the user names, and the ones cert-manager is to issue (docs/api.md, "Objects and their names").
+// sorted: the ones the user names, and the ones cert-manager or the operator is to issue
+// (docs/api.md, "Objects and their names").
 func tlsSecretNames(c *etcdv1alpha2.EtcdCluster) []string {
 	var out []string
 	if m := memberTLS(c); m != nil {
@@ -44,42 +47,143 @@ func tlsSecretNames(c *etcdv1alpha2.EtcdCluster) []string {
 			out = append(out, c.Name+"-operator-client-tls")
 		}
 	}
+	if managedTLS(c) {
+		out = append(out, operatorClientSecretName(c.Name))
+	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
+// certificates is what a pass read of the cluster's certificates, beyond what membership.TLS
+// tells the planner.
+type certificates struct {
+	// expiring are the user's certificates that expire within pki.ExpiryWarning, each announced
+	// by a Warning Event (execute_certificates.go).
+	expiring []pki.Problem
+	// managed is the plan over the managed Secrets; nil unless spec.tls.managed.
+	managed *pki.Plan
+}
+
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// observeTLS finds which of the TLS material spec.tls asks for is missing (docs/design/membership-flows.md, "Bootstrap"):
-// cert-manager's API, and the Secrets, read uncached and by name. It also returns the digests
-// of the Secrets' CA bundles, which enter members' template hashes (docs/tls.md, "Rotation").
-func (r *Reconciler) observeTLS(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (membership.TLS, map[string]string, error) {
-	var t membership.TLS
+// observeTLS reads the TLS material spec.tls asks for (docs/design/membership-flows.md,
+// "Bootstrap"; docs/tls.md) into o: cert-manager's API, which Secrets are missing, what is wrong
+// with the certificates of those that exist, the digests of their CA bundles, which enter
+// members' template hashes (docs/tls.md, "Rotation"), and under spec.tls.managed which Secrets to
+// issue. Secrets are read uncached and by name: their metadata on every pass, their data only
+// when their resourceVersion changed (tlsCache).
+func (r *Reconciler) observeTLS(ctx context.Context, o *observation) error {
+	c := o.cluster
 	if c.Spec.TLS == nil {
-		return t, nil, nil
+		return nil
 	}
 	if certManagerRequested(c.Spec.TLS) {
 		if r.certManager == nil {
-			return t, nil, errNoProbe
+			return errNoProbe
 		}
 		installed, err := r.certManager.CertManagerInstalled()
 		if err != nil {
-			return t, nil, err
+			return err
 		}
-		t.CertManagerMissing = !installed
+		o.tls.CertManagerMissing = !installed
 	}
-	bundles := map[string]string{}
+	if managedTLS(c) {
+		return r.observeManaged(ctx, o)
+	}
+	o.caBundles = map[string]string{}
+	materials := map[string]*pki.Material{}
 	for _, name := range tlsSecretNames(c) {
-		s := &corev1.Secret{}
-		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s)
+		read, err := r.readSecret(ctx, c, name)
 		switch {
-		case apierrors.IsNotFound(err):
-			t.MissingSecrets = append(t.MissingSecrets, name)
 		case err != nil:
-			return t, nil, fmt.Errorf("reading TLS Secret %s: %w", name, err)
+			return err
+		case read == nil:
+			o.tls.MissingSecrets = append(o.tls.MissingSecrets, name)
 		default:
-			bundles[name] = desired.CADigest(s.Data[desired.CACertKey])
+			materials[name], o.caBundles[name] = read.material, read.caDigest
 		}
 	}
-	return t, bundles, nil
+	problems := pki.Check(byoExpectations(c), materials, o.now)
+	o.tls.Certificates = certificateProblems(problems)
+	for _, p := range problems {
+		if p.Certificate != "" {
+			o.certs.expiring = append(o.certs.expiring, p)
+		}
+	}
+	return nil
+}
+
+// certificateProblems are the problems the cluster's conditions report: all but the mere
+// warnings, which only an Event announces.
+func certificateProblems(ps []pki.Problem) []membership.CertificateProblem {
+	var out []membership.CertificateProblem
+	for _, p := range ps {
+		if p.Severity >= pki.SeverityDegraded {
+			out = append(out, membership.CertificateProblem{Message: p.Message, Holds: p.Severity == pki.SeverityInvalid})
+		}
+	}
+	return out
+}
+
+// observeManaged reads the managed Secrets and plans which to write. The leaves that do not
+// exist yet are not missing in the sense of TLSSecretMissing: the operator issues them itself.
+func (r *Reconciler) observeManaged(ctx context.Context, o *observation) error {
+	c := o.cluster
+	cas, leaves := managedSecrets(c, r.clusterDomain)
+	names := make([]string, 0, len(cas)+len(leaves))
+	for _, ca := range cas {
+		names = append(names, ca.Secret)
+	}
+	for _, l := range leaves {
+		names = append(names, l.Secret)
+	}
+	o.caBundles = map[string]string{}
+	observed := map[string]pki.Observed{}
+	for _, name := range names {
+		read, err := r.readSecret(ctx, c, name)
+		if err != nil {
+			return err
+		}
+		if read != nil {
+			observed[name] = pki.Observed{ResourceVersion: read.resourceVersion, Material: read.material}
+			o.caBundles[name] = read.caDigest
+		}
+	}
+	plan := pki.PlanManaged(cas, leaves, observed, o.now)
+	o.tls.Issuing = plan.Missing
+	o.tls.Certificates = certificateProblems(plan.Problems)
+	o.certs.managed = &plan
+	return nil
+}
+
+// readSecret returns a TLS Secret's parsed content, the digest of its CA bundle and the
+// resourceVersion they are of, or nil when the Secret does not exist. Its metadata is read every
+// time, uncached; its data only when the cache holds another version, because the operator has
+// no business holding or re-parsing key material that did not change.
+func (r *Reconciler) readSecret(ctx context.Context, c *etcdv1alpha2.EtcdCluster, name string) (*cachedSecret, error) {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: name}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.apiReader.Get(ctx, key, meta)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading TLS Secret %s: %w", name, err)
+	}
+	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	if cached := r.tlsCache.secret(cluster, name, meta.ResourceVersion); cached != nil {
+		return cached, nil
+	}
+	s := &corev1.Secret{}
+	if err := r.apiReader.Get(ctx, key, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading TLS Secret %s: %w", name, err)
+	}
+	m := pki.Parse(s.Data)
+	read := &cachedSecret{resourceVersion: s.ResourceVersion, material: &m, caDigest: desired.CADigest(s.Data[desired.CACertKey])}
+	r.tlsCache.store(cluster, name, read)
+	return read, nil
 }

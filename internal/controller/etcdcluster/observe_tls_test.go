@@ -97,6 +97,8 @@ func TestTLSSecretNames(t *testing.T) {
 			Client: &etcdv1alpha2.ClientTLS{ServerSecretRef: ref("srv")},
 			Peer:   &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: issuer}},
 		}, []string{"c-peer-tls", "srv"}, true},
+		{"managed", &etcdv1alpha2.EtcdClusterTLS{Managed: &etcdv1alpha2.ManagedTLS{}},
+			[]string{"c-operator-client-tls", "c-peer-tls", "c-server-tls"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -81,6 +81,7 @@ func (x *executor) transitionEvents(was, now *etcdv1alpha2.EtcdCluster) {
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonAllMembersLost},
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonCertManagerNotInstalled},
 		{etcdv1alpha2.ConditionDegraded, membership.ReasonTLSSecretMissing},
+		{etcdv1alpha2.ConditionDegraded, membership.ReasonCertificateInvalid},
 		{etcdv1alpha2.ConditionDegraded, membership.ReasonFeatureNotSupported},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonDeadlineExceeded},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonBootstrapStalled},

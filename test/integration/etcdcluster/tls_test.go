@@ -128,11 +128,11 @@ func TestTLSSecretMissing(t *testing.T) {
 	}
 	w.noMembers("byo")
 
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "byo-server"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("x"), "ca.crt": []byte("x")}}
-	if err := k8s.Create(t.Context(), secret); err != nil {
+	ca, err := testpki.NewCA("user CA")
+	if err != nil {
 		t.Fatal(err)
 	}
+	w.putSecret("byo-server", tlsData(t, ca, peerLeaf("byo", w.ns), false))
 	wait.Eventually(t, tlsSecretWait, "the seed is created once the Secret exists", func() error {
 		ms, err := w.members(t.Context(), "byo")
 		if err != nil || len(ms) != 1 {
@@ -159,8 +159,10 @@ func TestAuthSecretInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A server certificate that passes the operator's checks (docs/tls.md, "Validation of your
+	// own certificates"): an invalid one would be reported ahead of the credentials.
 	server := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "auth-server"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("x"), "ca.crt": ca.CertPEM}}
+		Data: tlsData(t, ca, serverLeaf("auth", w.ns), false)}
 	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "auth-root"}, Type: corev1.SecretTypeBasicAuth,
 		Data: map[string][]byte{"username": []byte("root")}}
 	for _, s := range []*corev1.Secret{server, root} {

@@ -1,7 +1,6 @@
 package etcdcluster
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
@@ -16,24 +15,20 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
-// defaultClusterDomain is Kubernetes' default DNS domain, for a Reconciler built without
-// WithClusterDomain.
-const defaultClusterDomain = "cluster.local"
-
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create
 
-// observeCertificates returns the cert-manager Certificates spec.tls asks for that do not exist,
+// observeCertManager returns the cert-manager Certificates spec.tls asks for that do not exist,
 // rendered (docs/tls.md, "cert-manager"). Nothing is asked while the API server does not serve
 // cert-manager's API: the cluster then waits as CertManagerNotInstalled, and the Certificates
 // are created on the first pass after it does. Each is read uncached and by name, metadata
 // only, like the TLS Secrets: the operator never watches Certificates (their CRD may be
 // installed after the operator starts), and a deleted one is recreated on the next pass.
-func (r *Reconciler) observeCertificates(ctx context.Context, c *etcdv1alpha2.EtcdCluster, t membership.TLS) ([]*unstructured.Unstructured, error) {
+func (r *Reconciler) observeCertManager(ctx context.Context, c *etcdv1alpha2.EtcdCluster, t membership.TLS) ([]*unstructured.Unstructured, error) {
 	if !certManagerRequested(c.Spec.TLS) || t.CertManagerMissing {
 		return nil, nil
 	}
 	var missing []*unstructured.Unstructured
-	for _, want := range certmanager.Certificates(c, cmp.Or(r.clusterDomain, defaultClusterDomain)) {
+	for _, want := range certmanager.Certificates(c, r.clusterDomain) {
 		have := &metav1.PartialObjectMetadata{}
 		have.SetGroupVersionKind(certmanager.GroupVersionKind)
 		err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(want), have)

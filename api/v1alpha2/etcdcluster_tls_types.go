@@ -1,0 +1,9 @@
+package v1alpha2
+
+// ManagedTLS asks the operator to be the cluster's certificate authority. It runs two CAs, in
+// Secrets <cluster>-ca (signs the server certificate and the operator's client certificate; you
+// may sign your applications' client certificates with it) and <cluster>-peer-ca (signs peer
+// certificates only, so no client certificate is ever accepted on the peer port), and issues
+// Secrets <cluster>-server-tls, <cluster>-peer-tls and <cluster>-operator-client-tls, renewed
+// before they expire without restarting members. It has no fields yet.
+type ManagedTLS struct{}
