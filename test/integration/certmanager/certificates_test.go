@@ -167,50 +167,8 @@ func TestCertificatesCreatedOnceRecreatedNeverPatched(t *testing.T) {
 		return nil
 	})
 
-	peer := certmanager.PeerCertificateName(c.Name)
-	old, err := certificate(t.Context(), ns, peer)
-	if err != nil || old == nil {
-		t.Fatalf("reading %s: %v", peer, err)
-	}
-	if err := k8s.Delete(t.Context(), old); err != nil {
-		t.Fatal(err)
-	}
-	wait.Eventually(t, passTimeout, peer+" recreated", func() error {
-		have, err := certificate(t.Context(), ns, peer)
-		if err != nil || have == nil || have.GetUID() == old.GetUID() {
-			return errors.Join(err, errNotYet)
-		}
-		return matches(have, wants[1])
-	})
-
-	server := certmanager.ServerCertificateName(c.Name)
-	edited, err := certificate(t.Context(), ns, server)
-	if err != nil || edited == nil {
-		t.Fatalf("reading %s: %v", server, err)
-	}
-	if err := unstructured.SetNestedField(edited.Object, "2160h0m0s", "spec", "duration"); err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedStringSlice(edited.Object, []string{"localhost"}, "spec", "dnsNames"); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Update(t.Context(), edited); err != nil {
-		t.Fatal(err)
-	}
-	// Across two passes (every TLSSecretWait while the Secrets are missing) the edit stays and
-	// the object is never written again.
-	wait.Consistently(t, 2*membership.TLSSecretWait+5*time.Second, server+" keeps the user's edit", func() error {
-		have, err := certificate(t.Context(), ns, server)
-		switch {
-		case err != nil:
-			return err
-		case have == nil:
-			return errors.New("the edited Certificate is gone")
-		case have.GetResourceVersion() != edited.GetResourceVersion():
-			return fmt.Errorf("the edited Certificate was written again (resourceVersion %s, edited at %s)", have.GetResourceVersion(), edited.GetResourceVersion())
-		}
-		return nil
-	})
+	recreatedAfterDelete(t, ns, wants[1])
+	notPatchedAfterEdit(t, ns, certmanager.ServerCertificateName(c.Name))
 	if n := eventCount(t, ns, c.Name, "CertificateCreated"); n != 4 {
 		t.Errorf("%d CertificateCreated Events, want 4 (three, and the recreated peer Certificate)", n)
 	}
@@ -249,4 +207,58 @@ func TestNoCertificatesWithoutCertManager(t *testing.T) {
 	if len(list.Items) != 0 {
 		t.Errorf("%d Certificates created although cert-manager is not installed", len(list.Items))
 	}
+}
+
+// recreatedAfterDelete deletes Certificate want and waits until a later pass creates it again
+// (a new UID) as rendered.
+func recreatedAfterDelete(t *testing.T, ns string, want *unstructured.Unstructured) {
+	t.Helper()
+	name := want.GetName()
+	old, err := certificate(t.Context(), ns, name)
+	if err != nil || old == nil {
+		t.Fatalf("reading %s: %v", name, err)
+	}
+	if err := k8s.Delete(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, passTimeout, name+" recreated", func() error {
+		have, err := certificate(t.Context(), ns, name)
+		if err != nil || have == nil || have.GetUID() == old.GetUID() {
+			return errors.Join(err, errNotYet)
+		}
+		return matches(have, want)
+	})
+}
+
+// notPatchedAfterEdit edits Certificate server as a user would and checks, across two passes,
+// that the operator neither reverts nor rewrites it.
+func notPatchedAfterEdit(t *testing.T, ns, server string) {
+	t.Helper()
+	edited, err := certificate(t.Context(), ns, server)
+	if err != nil || edited == nil {
+		t.Fatalf("reading %s: %v", server, err)
+	}
+	if err := unstructured.SetNestedField(edited.Object, "2160h0m0s", "spec", "duration"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedStringSlice(edited.Object, []string{"localhost"}, "spec", "dnsNames"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Update(t.Context(), edited); err != nil {
+		t.Fatal(err)
+	}
+	// Across two passes (every TLSSecretWait while the Secrets are missing) the edit stays and
+	// the object is never written again.
+	wait.Consistently(t, 2*membership.TLSSecretWait+5*time.Second, server+" keeps the user's edit", func() error {
+		have, err := certificate(t.Context(), ns, server)
+		switch {
+		case err != nil:
+			return err
+		case have == nil:
+			return errors.New("the edited Certificate is gone")
+		case have.GetResourceVersion() != edited.GetResourceVersion():
+			return fmt.Errorf("the edited Certificate was written again (resourceVersion %s, edited at %s)", have.GetResourceVersion(), edited.GetResourceVersion())
+		}
+		return nil
+	})
 }
