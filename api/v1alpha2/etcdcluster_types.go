@@ -13,7 +13,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && self.replicas == 0 && has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.replicas=0 with spec.storage.medium=Memory is unsupported: pausing a memory-backed cluster wedges on resume. Delete and recreate the cluster instead."
 // +kubebuilder:validation:XValidation:rule="!(has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory') || (has(self.storage.size) && quantity(string(self.storage.size)).isGreaterThan(quantity('0')))",message="spec.storage.size must be > 0 when spec.storage.medium=Memory (the tmpfs sizeLimit cannot be zero)."
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added to or removed from an existing cluster; delete and recreate"
-// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(oldSelf.tls) || self.tls == oldSelf.tls",message="spec.tls is immutable post-create; delete and recreate the cluster to change TLS configuration"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(oldSelf.tls) || self.tls == oldSelf.tls || (has(self.tls.managed) && !has(oldSelf.tls.managed) && (!has(oldSelf.tls.client) || has(oldSelf.tls.client.serverSecretRef)) && (!has(oldSelf.tls.peer) || has(oldSelf.tls.peer.secretRef)))",message="spec.tls is immutable post-create; delete and recreate the cluster to change TLS configuration (the one change allowed is a move from your own Secrets, spec.tls.client.serverSecretRef and spec.tls.peer.secretRef, to spec.tls.managed: {})"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(oldSelf.tls) || !has(self.tls.managed) || has(oldSelf.tls.managed) || (has(oldSelf.tls.client) && has(oldSelf.tls.peer))",message="spec.tls.managed can replace your own certificates only on a cluster with both client TLS (spec.tls.client.serverSecretRef) and peer TLS (spec.tls.peer.secretRef): a plaintext client or peer API cannot turn to TLS one member at a time; delete and recreate the cluster"
 // +kubebuilder:validation:XValidation:rule="has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName)",message="spec.storage.storageClassName cannot be added to or removed from an existing cluster; delete and recreate"
 // +kubebuilder:validation:XValidation:rule="!has(self.storage.storageClassName) || !has(oldSelf.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName",message="spec.storage.storageClassName is immutable post-create (a PVC's storageClassName itself is immutable, and the operator does not roll PVCs); delete and recreate the cluster to change the StorageClass"
 // +kubebuilder:validation:XValidation:rule="has(self.auth) == has(oldSelf.auth)",message="spec.auth cannot be added to or removed from an existing cluster; delete and recreate"
@@ -68,7 +69,8 @@ type EtcdClusterSpec struct {
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
 	// tls configures client (2379) and peer (2380) TLS. Unset means plaintext on both. It can
-	// be neither added, removed nor changed after creation.
+	// be neither added, removed nor changed after creation, but for one move: from your own
+	// Secrets (client.serverSecretRef and peer.secretRef) to managed.
 	// +optional
 	TLS *EtcdClusterTLS `json:"tls,omitempty"`
 

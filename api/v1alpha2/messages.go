@@ -13,7 +13,7 @@ const (
 	// MsgTLSAddRemove is rule 3.
 	MsgTLSAddRemove = "spec.tls cannot be added to or removed from an existing cluster; delete and recreate"
 	// MsgTLSImmutable is rule 4.
-	MsgTLSImmutable = "spec.tls is immutable post-create; delete and recreate the cluster to change TLS configuration"
+	MsgTLSImmutable = "spec.tls is immutable post-create; delete and recreate the cluster to change TLS configuration (the one change allowed is a move from your own Secrets, spec.tls.client.serverSecretRef and spec.tls.peer.secretRef, to spec.tls.managed: {})"
 	// MsgStorageClassAddRemove is rule 5.
 	MsgStorageClassAddRemove = "spec.storage.storageClassName cannot be added to or removed from an existing cluster; delete and recreate"
 	// MsgStorageClassImmutable is rule 6.
@@ -106,6 +106,9 @@ const (
 	MsgVersionTooOld = "spec.version must be 3.5.0 or later, the oldest etcd version the operator runs; choose a newer release"
 	// MsgManagedTLSExclusive is rule 27.
 	MsgManagedTLSExclusive = "spec.tls.managed cannot be combined with spec.tls.client or spec.tls.peer: with managed the operator issues the client and the peer certificates itself; remove client and peer, or remove managed"
+	// MsgManagedTLSMoveNeedsTLS is rule 28: a move to spec.tls.managed keeps client and peer
+	// TLS, it never turns a plaintext API to TLS.
+	MsgManagedTLSMoveNeedsTLS = "spec.tls.managed can replace your own certificates only on a cluster with both client TLS (spec.tls.client.serverSecretRef) and peer TLS (spec.tls.peer.secretRef): a plaintext client or peer API cannot turn to TLS one member at a time; delete and recreate the cluster"
 
 	// MsgSnapshotSpecImmutable rejects any change to an EtcdSnapshot's spec.
 	MsgSnapshotSpecImmutable = "EtcdSnapshot spec is immutable; create a new EtcdSnapshot to take another snapshot"

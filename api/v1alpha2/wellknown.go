@@ -52,6 +52,15 @@ const (
 	// (<clusterID>/<memberID>/<term>/<index>), so it does nothing anywhere else
 	// (docs/design/quorum-recovery.md).
 	AnnotationForceNewCluster = "etcd-operator.cozystack.io/force-new-cluster"
+	// AnnotationRotateCA, on an EtcdCluster under spec.tls.managed, asks for a rotation of both
+	// managed CAs; any value, each distinct value once (docs/tls.md, "CA rotation").
+	AnnotationRotateCA = "etcd-operator.cozystack.io/rotate-ca"
+	// AnnotationRotateCAHandled, on a managed CA Secret, is the last rotate-ca value that CA
+	// rotated for (or was created under), so that a value is acted on once.
+	AnnotationRotateCAHandled = "etcd-operator.cozystack.io/rotate-ca-handled"
+	// AnnotationCALeavesReissuedAt, on a managed CA Secret during a rotation, is when every leaf
+	// it signs was found re-issued by its new CA (RFC 3339): the old CA is dropped a while after.
+	AnnotationCALeavesReissuedAt = "etcd-operator.cozystack.io/ca-leaves-reissued-at"
 )
 
 // FinalizerMemberCleanup holds an EtcdMember's deletion until the member has left etcd.
