@@ -22,6 +22,10 @@ const (
 	KeyKey = "tls.key"
 	// CAKey holds the CA bundle that verifies the peer of a connection.
 	CAKey = "ca.crt"
+	// NextCertKey and NextKeyKey hold, in a managed CA Secret during step 1 of a rotation, the
+	// new CA beside the one that signs (docs/tls.md, "CA rotation").
+	NextCertKey = "next.crt"
+	NextKeyKey  = "next.key"
 )
 
 // PEM block types written and read.

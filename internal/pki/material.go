@@ -100,3 +100,13 @@ func Parse(data map[string][]byte) Material {
 	}
 	return m
 }
+
+// ParseNext reads the CA a rotation staged in a CA Secret (next.crt and next.key) as a Material
+// whose tls.crt and tls.key they are; nil when the Secret holds neither.
+func ParseNext(data map[string][]byte) *Material {
+	if len(data[NextCertKey]) == 0 && len(data[NextKeyKey]) == 0 {
+		return nil
+	}
+	m := Parse(map[string][]byte{CertKey: data[NextCertKey], KeyKey: data[NextKeyKey]})
+	return &m
+}

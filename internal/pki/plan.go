@@ -25,6 +25,14 @@ type LeafSpec struct {
 type Observed struct {
 	ResourceVersion string
 	Material        *Material
+	// Next is, in a CA Secret, the CA a rotation stages beside the one that signs (keys
+	// next.crt and next.key, parsed as tls.crt and tls.key); nil without.
+	Next *Material
+	// Token is, in a CA Secret, the last rotate-ca value it was created under or rotated for.
+	Token string
+	// ReissuedAt is, in a CA Secret, when every leaf it signs was found re-issued by its new CA
+	// (the end of step 2 of a rotation); zero without.
+	ReissuedAt time.Time
 }
 
 // WriteKind is what a write issues.
@@ -36,6 +44,8 @@ const (
 	WriteCA WriteKind = iota + 1
 	// WriteLeaf creates a leaf Secret or replaces its data.
 	WriteLeaf
+	// WriteCAUpdate takes one step of a CA rotation on an existing CA Secret (Write.Step).
+	WriteCAUpdate
 )
 
 // Write is one managed Secret to write.
@@ -46,14 +56,27 @@ type Write struct {
 	Create bool
 	// Reason says why, for logs and Events.
 	Reason string
-	// CommonName is a CA's subject (WriteCA).
+	// CommonName is a CA's subject (WriteCA, and the new CA of CAStepStage).
 	CommonName string
 	// Signer is the CA Secret that signs a leaf, and SignerVersion the resourceVersion of it
-	// the decision was taken on: the leaf must be signed by that CA and no other, so the
-	// executor refuses to sign when the Secret it reads has another version.
+	// the decision was taken on: the leaf must be signed by that CA and no other, and carry that
+	// bundle, so the executor refuses to write when the Secret it reads has another version.
 	Signer, SignerVersion string
 	// Request is what a leaf says (WriteLeaf).
 	Request LeafRequest
+	// Source is the Secret whose tls.crt and tls.key a leaf keeps instead of a new certificate:
+	// the leaf itself when only its ca.crt follows the CA's bundle, or the user's Secret a move
+	// to managed TLS takes the first certificate from. SourceVersion is the resourceVersion of
+	// it the decision was taken on. Empty: the leaf is issued anew.
+	Source, SourceVersion string
+	// Step is what a WriteCAUpdate does, and Version the CA Secret's resourceVersion it was
+	// decided on.
+	Step    CAStep
+	Version string
+	// Bundle is the ca.crt a CAStepImport or CAStepDrop leaves.
+	Bundle []byte
+	// Token is the rotate-ca value a CA Secret records (WriteCA, CAStepStage).
+	Token string
 }
 
 // Plan is which managed Secrets a pass writes, and what it learnt doing so.
@@ -63,60 +86,132 @@ type Plan struct {
 	// Missing names the leaf Secrets that do not exist yet, sorted: nothing that starts etcd
 	// may go ahead until they do.
 	Missing []string
-	// Problems are CA Secrets the operator cannot use; it never replaces one by itself.
+	// Problems are CA Secrets the operator cannot use (it never replaces one by itself), and
+	// Secrets a move to managed TLS cannot take its first certificates from.
 	Problems []Problem
-	// NextRenewal is when the earliest leaf not written now falls due; zero when none.
+	// NextRenewal is when the certificates want a pass next: the earliest leaf not written now
+	// falls due, a CA enters its rotation window, or a rotation's wait ends; zero when none.
 	NextRenewal time.Time
+	// Rotating says, for each CA under rotation, which step runs, in the order of the CAs.
+	Rotating []string
+}
+
+// ManagedInput is what PlanManaged decides over.
+type ManagedInput struct {
+	CAs    []CASpec
+	Leaves []LeafSpec
+	// Observed are the managed Secrets, and the Sources, as the pass read them.
+	Observed map[string]Observed
+	// Sources maps a leaf Secret to the Secret of the user's that a move to managed TLS takes
+	// its first certificate and key from, and whose CAs the CA's bundle imports (docs/tls.md,
+	// "Moving to managed certificates"). Absent when nothing moves.
+	Sources map[string]string
+	Now     time.Time
+	// Rotation is what the CA rotation decides over besides the Secrets.
+	Rotation Rotation
+}
+
+// Rotation is what the CA rotation (docs/tls.md, "CA rotation") decides over besides the
+// Secrets.
+type Rotation struct {
+	// Token is the EtcdCluster's rotate-ca value; "" without. A CA that has not recorded it
+	// rotates.
+	Token string
+	// TrustLoaded says every member mounts the cluster's managed Secrets and every member Pod
+	// runs the CA bundles they hold now. Only then may a CA some member did not trust at its
+	// start sign a certificate members are shown, or a CA be dropped from a bundle.
+	TrustLoaded bool
+	// Dwell is how long after the last leaf was re-issued the old CA stays trusted, so that the
+	// kubelet refreshed every mounted copy of the leaves first.
+	Dwell time.Duration
 }
 
 // PlanManaged decides which managed Secrets to write (docs/tls.md, "Operator-managed
-// certificates"). It is crash-safe by construction: a CA missing now is created in this pass,
-// and the leaves it will sign wait for a later pass that reads it back, so a leaf is only ever
-// signed by a CA as stored in its Secret, and a crash between the two writes leaves a CA and no
-// leaf, which the next pass completes.
-func PlanManaged(cas []CASpec, leaves []LeafSpec, observed map[string]Observed, now time.Time) Plan {
+// certificates" and "CA rotation"). It is crash-safe by construction: every write is planned
+// over Secrets as stored, a Secret written in a pass is only read back by the next one (a CA
+// created or changed now signs nothing in this pass), so a crash between any two writes leaves
+// a state the next pass plans from, and no write ever leaves a leaf signed by a CA its bundle
+// does not hold, or a bundle without the signer of a leaf that is still served.
+func PlanManaged(in ManagedInput) Plan {
 	var p Plan
-	usable := map[string]*x509.Certificate{}
-	for _, ca := range cas {
-		o, ok := observed[ca.Secret]
-		if !ok {
-			p.Writes = append(p.Writes, Write{Kind: WriteCA, Secret: ca.Secret, Create: true, CommonName: ca.CommonName, Reason: "the CA does not exist"})
-			continue
+	cas := map[string]*caState{}
+	for _, spec := range in.CAs {
+		if st := p.planCA(spec, in); st != nil {
+			cas[spec.Secret] = st
 		}
-		cert, problem := usableCA(ca.Secret, o.Material, now)
-		if problem != "" {
-			p.Problems = append(p.Problems, Problem{Secret: ca.Secret, Key: CertKey, Severity: SeverityInvalid, Message: problem + caFix(ca.Secret, leaves)})
-			continue
-		}
-		usable[ca.Secret] = cert
 	}
-	for _, l := range leaves {
-		o, exists := observed[l.Secret]
+	for _, l := range in.Leaves {
+		o, exists := in.Observed[l.Secret]
 		if !exists {
 			p.Missing = append(p.Missing, l.Secret)
 		}
-		caCert := usable[l.CA]
-		if caCert == nil {
-			continue
+		if st := cas[l.CA]; st != nil && !st.writing {
+			p.planLeaf(l, st, o, exists, in)
 		}
-		w := Write{Kind: WriteLeaf, Secret: l.Secret, Create: !exists, Signer: l.CA, SignerVersion: observed[l.CA].ResourceVersion,
-			Request: l.Want.Request(LeafValidity)}
-		if exists {
-			reason, at := leafDue(o.Material, observed[l.CA].Material, caCert, l.Want, now)
-			if reason == "" {
-				if p.NextRenewal.IsZero() || at.Before(p.NextRenewal) {
-					p.NextRenewal = at
-				}
-				continue
-			}
-			w.Reason = reason
-		} else {
-			w.Reason = "the Secret does not exist"
-		}
-		p.Writes = append(p.Writes, w)
 	}
 	slices.Sort(p.Missing)
 	return p
+}
+
+// planCA decides about one CA Secret: create it, report it unusable, or take the next step of
+// its rotation. It returns the CA's state when the CA exists and is usable.
+func (p *Plan) planCA(spec CASpec, in ManagedInput) *caState {
+	o, ok := in.Observed[spec.Secret]
+	if !ok {
+		p.Writes = append(p.Writes, Write{Kind: WriteCA, Secret: spec.Secret, Create: true, CommonName: spec.CommonName,
+			Token: in.Rotation.Token, Reason: "the CA does not exist"})
+		return nil
+	}
+	cert, problem := usableCA(spec.Secret, o.Material, in.Now)
+	if problem != "" {
+		p.Problems = append(p.Problems, Problem{Secret: spec.Secret, Key: CertKey, Severity: SeverityInvalid, Message: problem + caFix(spec.Secret, in.Leaves)})
+		return nil
+	}
+	st := &caState{spec: spec, obs: o, signer: cert}
+	if problem := st.loadNext(); problem != "" {
+		p.Problems = append(p.Problems, Problem{Secret: spec.Secret, Key: NextCertKey, Severity: SeverityDegraded, Message: problem})
+	}
+	p.rotate(st, in)
+	return st
+}
+
+// planLeaf decides about one leaf Secret of a usable CA that is not written in this pass.
+func (p *Plan) planLeaf(l LeafSpec, st *caState, o Observed, exists bool, in ManagedInput) {
+	w := Write{Kind: WriteLeaf, Secret: l.Secret, Create: !exists, Signer: st.spec.Secret, SignerVersion: st.obs.ResourceVersion,
+		Request: l.Want.Request(LeafValidity)}
+	if !exists {
+		w.Reason = "the Secret does not exist"
+		if src, ok := in.Sources[l.Secret]; ok {
+			so, problem := st.importable(src, in)
+			if problem != "" {
+				p.Problems = append(p.Problems, Problem{Secret: src, Key: CertKey, Severity: SeverityInvalid, Message: problem})
+				return
+			}
+			w.Source, w.SourceVersion = src, so.ResourceVersion
+			w.Reason = "a move to managed TLS keeps the certificate of Secret " + src + " until every member trusts the managed CA"
+		}
+		p.Writes = append(p.Writes, w)
+		return
+	}
+	d := st.leafDue(o.Material, l.Want, in)
+	switch {
+	case d.hold:
+	case d.reason == "":
+		p.dueBy(d.at)
+	default:
+		w.Reason = d.reason
+		if d.keep {
+			w.Source, w.SourceVersion = l.Secret, o.ResourceVersion
+		}
+		p.Writes = append(p.Writes, w)
+	}
+}
+
+// dueBy lowers NextRenewal to at.
+func (p *Plan) dueBy(at time.Time) {
+	if !at.IsZero() && (p.NextRenewal.IsZero() || at.Before(p.NextRenewal)) {
+		p.NextRenewal = at
+	}
 }
 
 // usableCA returns the CA certificate of a CA Secret, or why it cannot sign.
@@ -137,11 +232,18 @@ func usableCA(secret string, m *Material, now time.Time) (*x509.Certificate, str
 	case !cert.IsCA:
 		return nil, prefix + "key " + CertKey + ": not a CA certificate"
 	case !now.Before(cert.NotAfter):
-		return nil, prefix + "key " + CertKey + ": the CA expired at " + cert.NotAfter.UTC().Format(time.RFC3339) + " (CA rotation is not built yet)"
-	case !slices.ContainsFunc(m.CAs, func(c *x509.Certificate) bool { return bytes.Equal(c.Raw, cert.Raw) }):
+		// A managed CA rotates in its last third (docs/tls.md, "CA rotation"): one that
+		// expired was brought by the user, or the operator was not running for years.
+		return nil, prefix + "key " + CertKey + ": the CA expired at " + cert.NotAfter.UTC().Format(time.RFC3339) + ", so every certificate it signed has too"
+	case !holds(m.CAs, cert):
 		return nil, prefix + "key " + CAKey + ": does not hold the CA certificate of " + CertKey
 	}
 	return cert, ""
+}
+
+// holds reports whether certs holds c, by DER bytes.
+func holds(certs []*x509.Certificate, c *x509.Certificate) bool {
+	return slices.ContainsFunc(certs, func(h *x509.Certificate) bool { return bytes.Equal(h.Raw, c.Raw) })
 }
 
 // caFix says how to recover from an unusable CA Secret.
@@ -154,21 +256,4 @@ func caFix(secret string, leaves []LeafSpec) string {
 	}
 	return fmt.Sprintf("; the operator never replaces a CA Secret by itself (every member would restart and every client would lose trust): "+
 		"restore it, or delete it together with %s to have new ones issued", strings.Join(signed, ", "))
-}
-
-// leafDue says why an existing leaf Secret must be written again, or when it falls due.
-func leafDue(m, caMaterial *Material, ca *x509.Certificate, want Requirement, now time.Time) (string, time.Time) {
-	if m.Fault(CertKey) != nil || m.Fault(KeyKey) != nil {
-		return "its certificate or key is missing, unreadable or mismatched", time.Time{}
-	}
-	if m.CADigest != caMaterial.CADigest {
-		// ca.crt enters every member's template hash: it changes only when the CA's
-		// bundle does, never with a leaf's renewal.
-		return "its ca.crt differs from the CA's trust bundle", time.Time{}
-	}
-	r := DecideRenewal(m.Leaf(), ca, want, now)
-	if r.Due {
-		return r.Reason, time.Time{}
-	}
-	return "", r.At
 }

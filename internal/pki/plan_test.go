@@ -44,6 +44,13 @@ func (w *world) leaf(secret, signer string, want Requirement, validity time.Dura
 	w.observed[secret] = Observed{ResourceVersion: "rv-" + secret, Material: parsed(secretData(kp, TrustBundle(w.cas[signer].Cert)))}
 }
 
+// input is the planner's input over the world at now: no rotation asked for, members on the
+// current bundles.
+func (w *world) input(now time.Time) ManagedInput {
+	return ManagedInput{CAs: managedCAs, Leaves: managedLeaves, Observed: w.observed, Now: now,
+		Rotation: Rotation{TrustLoaded: true, Dwell: CARotationDwell}}
+}
+
 // complete issues both CAs and the three leaves at at.
 func (w *world) complete(at time.Time) *world {
 	w.ca("c-ca", at)
@@ -72,6 +79,8 @@ func summary(p Plan) []string {
 func TestPlanManaged(t *testing.T) {
 	t.Parallel()
 	dueAt := func(at time.Time) time.Time { return at.Add(-backdate).Add((LeafValidity + backdate) / 3 * 2) }
+	// A CA issued at t0 enters its rotation window two thirds into its 10 years.
+	caDue := t0.Add(-backdate).Add((CAValidity + backdate) / 3 * 2)
 	cases := []struct {
 		name        string
 		world       func(w *world)
@@ -85,16 +94,16 @@ func TestPlanManaged(t *testing.T) {
 			[]string{"ca c-ca create", "ca c-peer-ca create"}, []string{"c-operator-client-tls", "c-peer-tls", "c-server-tls"}, time.Time{}, ""},
 		{"CAs stored: the leaves are signed by them", func(w *world) { w.ca("c-ca", t0); w.ca("c-peer-ca", t0) }, t0,
 			[]string{"leaf c-server-tls create", "leaf c-peer-tls create", "leaf c-operator-client-tls create"},
-			[]string{"c-operator-client-tls", "c-peer-tls", "c-server-tls"}, time.Time{}, ""},
+			[]string{"c-operator-client-tls", "c-peer-tls", "c-server-tls"}, caDue, ""},
 		{"one CA stored: only its leaves", func(w *world) { w.ca("c-peer-ca", t0) }, t0,
-			[]string{"ca c-ca create", "leaf c-peer-tls create"}, []string{"c-operator-client-tls", "c-peer-tls", "c-server-tls"}, time.Time{}, ""},
+			[]string{"ca c-ca create", "leaf c-peer-tls create"}, []string{"c-operator-client-tls", "c-peer-tls", "c-server-tls"}, caDue, ""},
 		{"everything fresh: nothing, next renewal at two thirds", func(w *world) { w.complete(t0) }, t0.Add(time.Hour), nil, nil, dueAt(t0), ""},
 		{"one leaf older: the next renewal is its", func(w *world) {
 			w.complete(t0)
 			w.leaf("c-peer-tls", "c-peer-ca", peerReq, LeafValidity, t0.Add(-10*24*time.Hour))
 		}, t0, nil, nil, dueAt(t0.Add(-10 * 24 * time.Hour)), ""},
 		{"two thirds in: every leaf renewed, no CA touched", func(w *world) { w.complete(t0) }, dueAt(t0),
-			[]string{"leaf c-server-tls replace", "leaf c-peer-tls replace", "leaf c-operator-client-tls replace"}, nil, time.Time{}, ""},
+			[]string{"leaf c-server-tls replace", "leaf c-peer-tls replace", "leaf c-operator-client-tls replace"}, nil, caDue, ""},
 		{"a leaf written short: renewed alone", func(w *world) {
 			w.complete(t0)
 			w.leaf("c-server-tls", "c-ca", serverWant, time.Hour, t0)
@@ -115,7 +124,7 @@ func TestPlanManaged(t *testing.T) {
 			m.Faults = []Fault{{Key: KeyKey, Kind: FaultMissing}}
 			w.observed["c-ca"] = Observed{Material: &m}
 			delete(w.observed, "c-server-tls")
-		}, dueAt(t0), []string{"leaf c-peer-tls replace"}, []string{"c-server-tls"}, time.Time{},
+		}, dueAt(t0), []string{"leaf c-peer-tls replace"}, []string{"c-server-tls"}, caDue,
 			"Secret c-ca, key tls.key: missing; the operator never replaces a CA Secret by itself (every member would restart and every client would lose trust): restore it, or delete it together with c-server-tls, c-operator-client-tls to have new ones issued"},
 	}
 	for _, c := range cases {
@@ -123,7 +132,7 @@ func TestPlanManaged(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t)
 			c.world(w)
-			p := PlanManaged(managedCAs, managedLeaves, w.observed, c.now)
+			p := PlanManaged(w.input(c.now))
 			if got := summary(p); !slices.Equal(got, c.writes) {
 				t.Errorf("writes %q, want %q", got, c.writes)
 			}
@@ -156,7 +165,7 @@ func TestPlanManagedFollowsTheCABundle(t *testing.T) {
 	m := *w.observed["c-ca"].Material
 	m.CADigest = "sha256:other"
 	w.observed["c-ca"] = Observed{ResourceVersion: "rv-c-ca", Material: &m}
-	p := PlanManaged(managedCAs, managedLeaves, w.observed, t0)
+	p := PlanManaged(w.input(t0))
 	if got := summary(p); !slices.Equal(got, []string{"leaf c-server-tls replace", "leaf c-operator-client-tls replace"}) {
 		t.Errorf("writes %q", got)
 	}
