@@ -191,6 +191,10 @@ func progressing(in ConditionInput) metav1.Condition {
 		msg = "the progress deadline passed; still working: " + a.Message
 	case l.Adopted:
 		reason, msg = l.AdoptReason, fmt.Sprintf("adopted generation %d: %s", l.ObservedGeneration, a.Message)
+	case a.Kind == KindNone && converged && len(s.TLS.Rotating) > 0:
+		// Converged, but a CA rotation waits for time (docs/tls.md, "CA rotation"): not
+		// Reconciled until the old CA is gone and the members restarted without it.
+		reason, msg = ReasonRotatingCA, strings.Join(s.TLS.Rotating, "; ")
 	case a.Kind == KindNone && a.Reason == ReasonPaused && converged:
 		st = metav1.ConditionFalse
 	case a.Kind == KindNone && a.Reason == ReasonStorageExpansionUnsupported && converged:
@@ -204,6 +208,9 @@ func progressing(in ConditionInput) metav1.Condition {
 	case a.Kind == KindNone:
 		reason = progressReason(s, ReasonScalingUp)
 		msg = "waiting for members to be Ready on the latched template: " + strings.Join(unconverged(s), ", ")
+	}
+	if st == metav1.ConditionTrue && reason != ReasonRotatingCA && len(s.TLS.Rotating) > 0 {
+		msg += "; " + strings.Join(s.TLS.Rotating, "; ")
 	}
 	if l.Pending {
 		msg += "; " + l.PendingMessage

@@ -26,6 +26,16 @@ func TestConditions(t *testing.T) {
 	}{
 		{"steady 3", steady3, Lock{},
 			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"steady 3 while a CA rotation waits", func() Scope {
+			s := steady3()
+			s.TLS.Rotating = []string{"CA rotation of Secret c-ca: step 3 of 3"}
+			return s
+		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionTrue, ReasonRotatingCA}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
+		{"a roll during a CA rotation", func() Scope {
+			s := rolling3()
+			s.TLS.Rotating = []string{"CA rotation of Secret c-ca: step 1 of 3"}
+			return s
+		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionTrue, ReasonRollingUpdate}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
 		{"first pass of a new cluster", func() Scope { return Scope{Target: 3} }, Lock{Adopted: true, AdoptReason: ReasonInitialSnapshot},
 			want{metav1.ConditionFalse, ReasonBootstrapping}, want{metav1.ConditionTrue, ReasonInitialSnapshot}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
 		{"seed formed, 1 of 3: not available", func() Scope {

@@ -210,7 +210,7 @@ func (s Scope) afterWrites(p *Plan) Scope {
 			spec.Storage.Size = ptrQuantity(s.StorageSize)
 		}
 		m.Spec = spec
-		m.TemplateCurrent = TemplateCurrent(spec, MemberTarget(s.Observed, spec.Storage.Size, s.claimOf(*m)))
+		m.TemplateCurrent = TemplateCurrent(spec, MemberTarget(s.Observed, spec.Storage.Size, s.claimOf(*m))) && !m.TLSMoving
 	}
 	for i := range s.PVCs {
 		if slices.Contains(p.GrowPVCs, s.PVCs[i].Name) {

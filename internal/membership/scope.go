@@ -81,6 +81,10 @@ type Member struct {
 	Updated bool
 	// TemplateCurrent is true when the member's template equals the latched target.
 	TemplateCurrent bool
+	// TLSMoving is true when the member does not mount the TLS Secrets its cluster's members
+	// mount now (a move to managed TLS, docs/tls.md): its template is not current, whatever
+	// the latched fields say, and a roll moves it.
+	TLSMoving bool
 	// WantHash is the template hash of the member under the latched target (image and CA
 	// digests included), as the cluster controller computes it; empty when it cannot.
 	WantHash string

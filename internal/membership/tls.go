@@ -23,6 +23,9 @@ type TLS struct {
 	// itself (docs/tls.md, "Operator-managed certificates"), sorted. Not a fault: nothing
 	// waits for a person.
 	Issuing []string
+	// Rotating says which step each managed CA under rotation is at (docs/tls.md, "CA
+	// rotation"), in a fixed order. Not a fault either.
+	Rotating []string
 }
 
 // CertificateProblem is one thing wrong with a certificate in a TLS Secret.
@@ -68,6 +71,8 @@ const (
 const (
 	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
 	ReasonTLSSecretMissing        = "TLSSecretMissing"
+	// ReasonRotatingCA: Progressing while a managed CA rotates and nothing else is under way.
+	ReasonRotatingCA = "RotatingCA"
 )
 
 // startsEtcd reports whether an action leads to an etcd process starting: a member created or
@@ -84,9 +89,11 @@ func startsEtcd(k Kind) bool {
 // invalid: a member must never serve in plaintext what the spec asks to be TLS, a member whose
 // certificate does not cover its name or is not trusted by its peers cannot join, and a learner
 // added to etcd whose Pod cannot start or join would block every later add (etcd admits one
-// learner). Removals, promotions and leadership moves need no new process and go ahead. Either
-// way the pass looks again after a fixed interval, because nothing the operator watches changes
-// when a Secret appears or changes, or cert-manager is installed.
+// learner). A roll's restart starts etcd too, on Secrets that may be the ones missing (a move to
+// managed TLS restarts members onto Secrets the operator is still issuing). Removals, promotions
+// and leadership moves need no new process and go ahead. Either way the pass looks again after
+// a fixed interval, because nothing the operator watches changes when a Secret appears or
+// changes, or cert-manager is installed.
 func holdForTLS(s *Scope, a Action) Action {
 	if !s.TLS.held() {
 		return a
@@ -95,7 +102,7 @@ func holdForTLS(s *Scope, a Action) Action {
 	if len(s.TLS.MissingSecrets) > 0 || s.TLS.Invalid() || len(s.TLS.Issuing) > 0 {
 		wait = TLSSecretWait
 	}
-	if !startsEtcd(a.Kind) {
+	if !startsEtcd(a.Kind) && (a.Kind != KindAuthorise || !a.Disrupts) {
 		if a.RequeueAfter == 0 || a.RequeueAfter > wait {
 			a.RequeueAfter = wait
 		}

@@ -43,6 +43,9 @@ func TestNextHoldsWhatWouldStartEtcdWithoutTLS(t *testing.T) {
 		{"scale-down goes ahead with an invalid certificate", func() Scope { s := steady3(); s.Target = 2; return s }, invalid, KindRemove, TLSSecretWait},
 		{"a certificate expiring soon holds nothing", func() Scope { return Scope{Target: 3} }, expiring, KindCreateSeed, 0},
 		{"seed waits for the operator's own certificates", func() Scope { return Scope{Target: 3} }, TLS{Issuing: []string{"c-peer-tls"}}, KindWait, TLSSecretWait},
+		{"no roll restart onto Secrets still being issued", rolling3, TLS{Issuing: []string{"c-peer-tls"}}, KindWait, TLSSecretWait},
+		{"no roll restart with an invalid certificate", rolling3, invalid, KindWait, TLSSecretWait},
+		{"a rotation holds nothing", rolling3, TLS{Rotating: []string{"CA rotation of Secret c-ca: step 1 of 3"}}, KindAuthorise, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,5 +94,22 @@ func TestCertificateMessages(t *testing.T) {
 	if got, want := tlsProblem(TLS{Certificates: both.Certificates, Issuing: []string{"c-ca"}}),
 		"a certificate is invalid (condition Degraded, reason CertificateInvalid, says which and how to fix it); the operator is issuing c-ca"; got != want {
 		t.Errorf("tlsProblem = %q, want %q", got, want)
+	}
+}
+
+// TestTLSMovingIsNotCurrent: a member still on the user's Secrets after a move to managed TLS is
+// not current, even once the in-place fields the pass writes reach it, so a roll moves it.
+func TestTLSMovingIsNotCurrent(t *testing.T) {
+	t.Parallel()
+	s := steady3() // a leads: b is restarted first
+	s.Members[1] = with(s.Members[1], func(m *Member) {
+		m.TLSMoving, m.TemplateCurrent = true, false
+		m.WantHash, m.AuthorisedHash, m.PodHash = "managed", "own", "own"
+	})
+	if Converged(&s) {
+		t.Error("a cluster with a member on the user's Secrets converged")
+	}
+	if a := Next(s); a.Kind != KindAuthorise || a.Member != s.Members[1].Name || !a.Disrupts || a.Hash != "managed" {
+		t.Errorf("Next = %+v, want a restart of %s", a, s.Members[1].Name)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 	"github.com/etcd-operator/etcd-operator/internal/guard"
 	"github.com/etcd-operator/etcd-operator/internal/metrics"
+	"github.com/etcd-operator/etcd-operator/internal/pki"
 	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
@@ -111,6 +112,8 @@ type Reconciler struct {
 	clusterDomain string
 	// tlsCache remembers each cluster's parsed TLS Secrets and announced expiries (tlscache.go).
 	tlsCache *tlsCache
+	// caRotationDwell overrides pki.CARotationDwell.
+	caRotationDwell time.Duration
 }
 
 // Option configures a Reconciler.
@@ -171,6 +174,13 @@ func WithClusterDomain(domain string) Option {
 	}
 }
 
+// WithCARotationDwell replaces pki.CARotationDwell, how long the old CA of a rotation stays
+// trusted after the last leaf was re-issued (tests; production keeps the constant, which waits
+// for the kubelet's refresh of mounted Secrets).
+func WithCARotationDwell(d time.Duration) Option {
+	return func(r *Reconciler) { r.caRotationDwell = d }
+}
+
 // WithResyncJitter replaces the ±10 % jitter applied to the idle resync interval.
 func WithResyncJitter(f func(time.Duration) time.Duration) Option {
 	return func(r *Reconciler) { r.jitter = f }
@@ -187,7 +197,7 @@ func New(c client.Client, apiReader client.Reader, recorder events.EventRecorder
 		memory:   newMemory(),
 		hashes:   newHashChecks(),
 		logTail:  httpLogTail,
-		tlsCache: newTLSCache(), clusterDomain: defaultClusterDomain,
+		tlsCache: newTLSCache(), clusterDomain: defaultClusterDomain, caRotationDwell: pki.CARotationDwell,
 	}
 	if pool != nil {
 		r.etcd = etcdclient.Narrow(pool, asEtcdAPI)

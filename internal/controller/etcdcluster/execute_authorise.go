@@ -40,7 +40,7 @@ func (x *executor) authorise(ctx context.Context, a membership.Action) (step.Res
 		}
 	}
 	before := m.DeepCopy()
-	membership.ApplyTemplate(&m.Spec, x.obs.memberTarget(m))
+	applyMemberTemplate(x.cluster(), &m.Spec, x.obs.memberTarget(m))
 	if m.Annotations == nil {
 		m.Annotations = map[string]string{}
 	}

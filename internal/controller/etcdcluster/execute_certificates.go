@@ -2,7 +2,9 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,103 +52,131 @@ func (x *executor) syncCertificates(ctx context.Context) (step.Result, error) {
 	return step.Requeue(nextStepDelay, "managed certificates written"), nil
 }
 
-// writeCertificate issues one managed Secret and writes it: a CA is created, never replaced;
-// a leaf is created, or its data replaced under an optimistic lock.
+// writeCertificate issues one managed Secret and writes it: a CA is created, and changed only by
+// the steps of its rotation; a leaf is created, or its data replaced under an optimistic lock.
+// What each Secret holds is decided in pure code (pki.RenderCA, RenderCAUpdate, RenderLeaf) over
+// the Secrets as read at the versions the plan was made on.
 func (x *executor) writeCertificate(ctx context.Context, w pki.Write) error {
-	data, signer, err := x.issue(ctx, w)
+	switch w.Kind {
+	case pki.WriteCA:
+		return x.createCA(ctx, w)
+	case pki.WriteCAUpdate:
+		return x.rotateCA(ctx, w)
+	}
+	return x.writeLeaf(ctx, w)
+}
+
+// createCA issues a CA and creates its Secret, recording the rotate-ca value it was created under.
+func (x *executor) createCA(ctx context.Context, w pki.Write) error {
+	st, err := pki.RenderCA(w, x.obs.now)
 	if err != nil {
 		return err
 	}
-	log := logf.FromContext(ctx).WithValues("secret", w.Secret)
-	if w.Create {
-		c := x.cluster()
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: w.Secret, Namespace: c.Namespace, Labels: desired.ClusterLabels(c.Name),
-				OwnerReferences: []metav1.OwnerReference{controllerRef(c)}},
-			Type: corev1.SecretTypeTLS, Data: data,
+	s := x.managedSecret(w.Secret, st.Data)
+	setRotationRecords(s, st)
+	if err := x.client.Create(ctx, s); err != nil {
+		return fmt.Errorf("creating TLS Secret %s: %w", w.Secret, err)
+	}
+	logf.FromContext(ctx).Info("Issued a managed CA", "secret", w.Secret, "reason", w.Reason)
+	x.event(corev1.EventTypeNormal, eventCertificateCreated, fmt.Sprintf("issued the CA in Secret %s (%s), valid for %d years",
+		w.Secret, w.CommonName, int(pki.CAValidity.Hours()/24/365)))
+	return nil
+}
+
+// writeLeaf writes a leaf Secret: a certificate issued by its CA, or the one it keeps (its own,
+// or the user's a move starts from), with the CA's bundle.
+func (x *executor) writeLeaf(ctx context.Context, w pki.Write) error {
+	signer, err := x.secretAt(ctx, w.Signer, w.SignerVersion, "the CA changed since the pass planned "+w.Secret+" over it")
+	if err != nil {
+		return err
+	}
+	var old *corev1.Secret
+	if !w.Create {
+		if old, err = x.secretAt(ctx, w.Secret, "", ""); err != nil {
+			return err
 		}
-		if err := x.client.Create(ctx, s); err != nil {
+	}
+	var source *pki.Stored
+	switch {
+	case w.Source == "":
+	case w.Source == w.Secret && old.ResourceVersion != w.SourceVersion:
+		return conflict(w.Secret, "the Secret changed since the pass planned it")
+	case w.Source == w.Secret:
+		source = ptrTo(storedOf(old))
+	default:
+		src, err := x.secretAt(ctx, w.Source, w.SourceVersion, "the Secret changed since the pass planned "+w.Secret+" from it")
+		if err != nil {
+			return err
+		}
+		source = ptrTo(storedOf(src))
+	}
+	data, err := pki.RenderLeaf(w, storedOf(signer), source, x.obs.now)
+	if err != nil {
+		return err
+	}
+	log := logf.FromContext(ctx).WithValues("secret", w.Secret, "reason", w.Reason)
+	if w.Create {
+		if err := x.client.Create(ctx, x.managedSecret(w.Secret, data)); err != nil {
 			return fmt.Errorf("creating TLS Secret %s: %w", w.Secret, err)
 		}
-		log.Info("Issued a managed certificate", "reason", w.Reason)
-		x.event(corev1.EventTypeNormal, eventCertificateCreated, issuedNote("issued", w, signer))
+		log.Info("Issued a managed certificate")
+		x.event(corev1.EventTypeNormal, eventCertificateCreated, leafNote("created", w))
 		return nil
-	}
-	old := &corev1.Secret{}
-	if err := x.apiReader.Get(ctx, types.NamespacedName{Namespace: x.cluster().Namespace, Name: w.Secret}, old); err != nil {
-		return fmt.Errorf("reading TLS Secret %s: %w", w.Secret, err)
 	}
 	renewed := old.DeepCopy()
 	if renewed.Data == nil {
 		renewed.Data = map[string][]byte{}
 	}
-	for k, v := range data {
-		renewed.Data[k] = v
-	}
+	maps.Copy(renewed.Data, data)
 	if err := x.client.Patch(ctx, renewed, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("renewing TLS Secret %s: %w", w.Secret, err)
 	}
-	log.Info("Renewed a managed certificate", "reason", w.Reason)
-	x.event(corev1.EventTypeNormal, eventCertificateRenewed, issuedNote("renewed", w, signer))
+	log.Info("Renewed a managed certificate")
+	x.event(corev1.EventTypeNormal, eventCertificateRenewed, leafNote("renewed", w))
 	return nil
 }
 
-// issuedNote is the Event note of an issued certificate.
-func issuedNote(verb string, w pki.Write, signer string) string {
-	if w.Kind == pki.WriteCA {
-		return fmt.Sprintf("%s the CA in Secret %s (%s), valid for %d years", verb, w.Secret, w.CommonName, int(pki.CAValidity.Hours()/24/365))
+// managedSecret is a new managed TLS Secret of the cluster, owned by it.
+func (x *executor) managedSecret(name string, data map[string][]byte) *corev1.Secret {
+	c := x.cluster()
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: desired.ClusterLabels(c.Name),
+			OwnerReferences: []metav1.OwnerReference{controllerRef(c)}},
+		Type: corev1.SecretTypeTLS, Data: data,
 	}
-	return fmt.Sprintf("%s the certificate in Secret %s (%s), signed by the CA in Secret %s, valid for %d days: %s",
-		verb, w.Secret, w.Request.CommonName, signer, int(w.Request.Validity/(24*time.Hour)), w.Reason)
 }
 
-// issue draws a new key and certificate for w and returns the Secret data, and the CA Secret
-// that signed a leaf.
-func (x *executor) issue(ctx context.Context, w pki.Write) (map[string][]byte, string, error) {
-	if w.Kind == pki.WriteCA {
-		kp, err := pki.NewCA(w.CommonName, pki.CAValidity, x.obs.now)
-		if err != nil {
-			return nil, "", err
-		}
-		certs, err := pki.ParseCertificates(kp.Cert)
-		if err != nil {
-			return nil, "", err
-		}
-		// ca.crt is the trust bundle every leaf copies; it can hold a second CA later (a
-		// rotation, docs/tls.md), which tls.crt, the one that signs, cannot.
-		return map[string][]byte{pki.CertKey: kp.Cert, pki.KeyKey: kp.Key, pki.CAKey: pki.TrustBundle(certs[0])}, "", nil
+// leafNote is the Event note of a leaf written.
+func leafNote(verb string, w pki.Write) string {
+	switch w.Source {
+	case "":
+		return fmt.Sprintf("%s the certificate in Secret %s (%s), signed by the CA in Secret %s, valid for %d days: %s",
+			verb, w.Secret, w.Request.CommonName, w.Signer, int(w.Request.Validity/(24*time.Hour)), w.Reason)
+	case w.Secret:
+		return fmt.Sprintf("%s Secret %s with the trust bundle of the CA in Secret %s, keeping its certificate: %s", verb, w.Secret, w.Signer, w.Reason)
 	}
-	ca, bundle, err := x.signer(ctx, w)
-	if err != nil {
-		return nil, "", err
-	}
-	kp, err := ca.Issue(w.Request, x.obs.now)
-	if err != nil {
-		return nil, "", err
-	}
-	// The CA Secret's bundle, byte for byte: a renewal leaves ca.crt, and so every member's
-	// template hash, as it was.
-	return map[string][]byte{pki.CertKey: kp.Cert, pki.KeyKey: kp.Key, pki.CAKey: bundle}, w.Signer, nil
+	return fmt.Sprintf("%s Secret %s with the certificate of Secret %s and the trust bundle of the CA in Secret %s: %s", verb, w.Secret, w.Source, w.Signer, w.Reason)
 }
 
-// signer reads the CA Secret that signs a leaf, uncached, and loads it only at the version the
-// plan was made on: another version means someone changed the CA since, and the leaf is planned
-// again over what is stored now (a conflict, which the pass retries quietly).
-func (x *executor) signer(ctx context.Context, w pki.Write) (*pki.CA, []byte, error) {
+// secretAt reads Secret name, uncached; with a version, only at that version: another means
+// someone changed it since the pass planned over it, and the write is planned again over what is
+// stored now (a conflict, which the pass retries quietly).
+func (x *executor) secretAt(ctx context.Context, name, version, changed string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	if err := x.apiReader.Get(ctx, types.NamespacedName{Namespace: x.cluster().Namespace, Name: w.Signer}, s); err != nil {
-		return nil, nil, fmt.Errorf("reading CA Secret %s: %w", w.Signer, err)
+	if err := x.apiReader.Get(ctx, types.NamespacedName{Namespace: x.cluster().Namespace, Name: name}, s); err != nil {
+		return nil, fmt.Errorf("reading TLS Secret %s: %w", name, err)
 	}
-	if s.ResourceVersion != w.SignerVersion {
-		return nil, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, w.Signer,
-			fmt.Errorf("the CA changed since the pass planned %s over it", w.Secret))
+	if version != "" && s.ResourceVersion != version {
+		return nil, conflict(name, changed)
 	}
-	ca, err := pki.LoadCA(s.Data[pki.CertKey], s.Data[pki.KeyKey])
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the CA in Secret %s: %w", w.Signer, err)
-	}
-	return ca, s.Data[pki.CAKey], nil
+	return s, nil
 }
+
+func conflict(secret, why string) error {
+	return apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, secret, errors.New(why))
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // renewalRequeue lowers the pass's requeue interval d so that the pass after it runs when the
 // earliest managed leaf falls due (never sooner than nextStepDelay).

@@ -40,7 +40,7 @@ func (x *executor) wake(ctx context.Context, a membership.Action) (step.Result, 
 	}
 	before := m.DeepCopy()
 	m.Spec.Dormant = false
-	membership.ApplyTemplate(&m.Spec, x.obs.memberTarget(m))
+	applyMemberTemplate(x.cluster(), &m.Spec, x.obs.memberTarget(m))
 	authoriseHash(m, x.obs.templateHash(&m.Spec))
 	if err := x.patchMember(ctx, m, before, "waking"); err != nil {
 		return step.Result{}, err

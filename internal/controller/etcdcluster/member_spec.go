@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -73,6 +74,24 @@ func authoriseHash(m *etcdv1alpha2.EtcdMember, hash string) {
 		m.Annotations = map[string]string{}
 	}
 	m.Annotations[etcdv1alpha2.AnnotationTemplateHash] = hash
+}
+
+// applyMemberTemplate writes onto a member's spec the template it runs under the latched target:
+// the latched fields and, under spec.tls.managed, the cluster's TLS Secrets, onto which a member
+// that still mounts the user's Secrets is moved by a roll (docs/tls.md, "Moving to managed
+// certificates"). Otherwise TLS stays the member's own: members adopted from the legacy
+// operator keep theirs.
+func applyMemberTemplate(c *etcdv1alpha2.EtcdCluster, spec *etcdv1alpha2.EtcdMemberSpec, target *etcdv1alpha2.ObservedClusterSpec) {
+	membership.ApplyTemplate(spec, target)
+	if managedTLS(c) {
+		spec.TLS = memberTLS(c)
+	}
+}
+
+// tlsMoving reports a member of a cluster under spec.tls.managed that does not mount the managed
+// Secrets yet.
+func tlsMoving(c *etcdv1alpha2.EtcdCluster, m *etcdv1alpha2.EtcdMember) bool {
+	return managedTLS(c) && !equality.Semantic.DeepEqual(m.Spec.TLS, memberTLS(c))
 }
 
 // controllerRef is the controlling ownerReference of a member.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -125,37 +126,6 @@ func certificateProblems(ps []pki.Problem) []membership.CertificateProblem {
 	return out
 }
 
-// observeManaged reads the managed Secrets and plans which to write. The leaves that do not
-// exist yet are not missing in the sense of TLSSecretMissing: the operator issues them itself.
-func (r *Reconciler) observeManaged(ctx context.Context, o *observation) error {
-	c := o.cluster
-	cas, leaves := managedSecrets(c, r.clusterDomain)
-	names := make([]string, 0, len(cas)+len(leaves))
-	for _, ca := range cas {
-		names = append(names, ca.Secret)
-	}
-	for _, l := range leaves {
-		names = append(names, l.Secret)
-	}
-	o.caBundles = map[string]string{}
-	observed := map[string]pki.Observed{}
-	for _, name := range names {
-		read, err := r.readSecret(ctx, c, name)
-		if err != nil {
-			return err
-		}
-		if read != nil {
-			observed[name] = pki.Observed{ResourceVersion: read.resourceVersion, Material: read.material}
-			o.caBundles[name] = read.caDigest
-		}
-	}
-	plan := pki.PlanManaged(cas, leaves, observed, o.now)
-	o.tls.Issuing = plan.Missing
-	o.tls.Certificates = certificateProblems(plan.Problems)
-	o.certs.managed = &plan
-	return nil
-}
-
 // readSecret returns a TLS Secret's parsed content, the digest of its CA bundle and the
 // resourceVersion they are of, or nil when the Secret does not exist. Its metadata is read every
 // time, uncached; its data only when the cache holds another version, because the operator has
@@ -183,7 +153,16 @@ func (r *Reconciler) readSecret(ctx context.Context, c *etcdv1alpha2.EtcdCluster
 		return nil, fmt.Errorf("reading TLS Secret %s: %w", name, err)
 	}
 	m := pki.Parse(s.Data)
-	read := &cachedSecret{resourceVersion: s.ResourceVersion, material: &m, caDigest: desired.CADigest(s.Data[desired.CACertKey])}
+	read := &cachedSecret{resourceVersion: s.ResourceVersion, material: &m, caDigest: desired.CADigest(s.Data[desired.CACertKey]),
+		next: pki.ParseNext(s.Data), token: s.Annotations[etcdv1alpha2.AnnotationRotateCAHandled]}
+	if ref := metav1.GetControllerOf(s); ref != nil {
+		read.controller = ref.UID
+	}
+	if at := s.Annotations[etcdv1alpha2.AnnotationCALeavesReissuedAt]; at != "" {
+		// An unreadable time counts as none: the mark is written again, which only delays
+		// the drop of the old CA.
+		read.reissuedAt, _ = time.Parse(time.RFC3339, at)
+	}
 	r.tlsCache.store(cluster, name, read)
 	return read, nil
 }

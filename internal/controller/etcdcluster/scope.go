@@ -68,7 +68,7 @@ func (o *observation) scopeFor(observed *etcdv1alpha2.ObservedClusterSpec) membe
 
 // memberView projects one EtcdMember, with its Pod, for the planner.
 func (o *observation) memberView(m *etcdv1alpha2.EtcdMember, observed *etcdv1alpha2.ObservedClusterSpec) membership.Member {
-	pod := o.pods[m.Name]
+	c, pod := o.cluster, o.pods[m.Name]
 	// remove-first is a flag: its presence is the request, whatever the value, so that
 	// "kubectl annotate ... remove-first=" (an empty value) counts as much as "=true".
 	_, removeFirst := m.Annotations[etcdv1alpha2.AnnotationRemoveFirst]
@@ -120,10 +120,11 @@ func (o *observation) memberView(m *etcdv1alpha2.EtcdMember, observed *etcdv1alp
 	}
 	v.ReadyHash = m.Status.ReadyTemplateHash
 	target := membership.MemberTarget(observed, m.Spec.Storage.Size, o.claimOf(m.Name))
-	v.TemplateCurrent = membership.TemplateCurrent(&m.Spec, target)
+	v.TLSMoving = tlsMoving(c, m)
+	v.TemplateCurrent = membership.TemplateCurrent(&m.Spec, target) && !v.TLSMoving
 	if target != nil {
 		spec := m.Spec.DeepCopy()
-		membership.ApplyTemplate(spec, target)
+		applyMemberTemplate(c, spec, target)
 		v.WantHash = o.templateHash(spec)
 	}
 	return v

@@ -38,6 +38,15 @@ type cachedSecret struct {
 	resourceVersion string
 	material        *pki.Material
 	caDigest        string
+	// next is the CA a rotation staged in a managed CA Secret, nil without; token and
+	// reissuedAt are the rotation records of its annotations (docs/tls.md, "CA rotation").
+	next       *pki.Material
+	token      string
+	reissuedAt time.Time
+	// controller is the UID of the Secret's controlling owner, empty without one: a managed
+	// leaf Secret the cluster does not control is the user's, which a move to managed TLS
+	// starts from.
+	controller types.UID
 }
 
 func newTLSCache() *tlsCache { return &tlsCache{clusters: map[types.NamespacedName]*clusterTLS{}} }
