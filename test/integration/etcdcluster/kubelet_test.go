@@ -67,7 +67,9 @@ func (w *world) tickCluster(ctx context.Context, c *etcdv1alpha2.EtcdCluster) er
 			podOf[pod.Name] = pod
 			continue
 		}
-		stopEtcd(f, "http://"+desired.MemberHost(pod.Name, c.Name, c.Namespace)+":2380")
+		for _, scheme := range []string{"http", "https"} {
+			stopEtcd(f, scheme+"://"+desired.MemberHost(pod.Name, c.Name, c.Namespace)+":2380")
+		}
 		errs = append(errs, client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0))))
 	}
 	for i := range members {
@@ -103,7 +105,7 @@ func (w *world) tickMember(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *
 	}
 	voter := false
 	if pod != nil {
-		clientURL := membership.ClientURL(pod.Status.PodIP, false)
+		clientURL := membership.ClientURL(pod.Status.PodIP, servesTLS(m))
 		if m.Spec.Bootstrap && c.Status.ClusterID == "" {
 			f.Seed(m.Name, peer, clientURL)
 		}
@@ -276,6 +278,12 @@ func (w *world) heldMembers() []string {
 	return slices.Sorted(maps.Keys(w.held))
 }
 
+// servesTLS reports a member whose client API serves TLS: its etcd advertises an https client
+// URL, which is how the operator dials it.
+func servesTLS(m *etcdv1alpha2.EtcdMember) bool {
+	return m.Spec.TLS != nil && m.Spec.TLS.ClientServerSecretRef != nil
+}
+
 // restartForTemplate is the EtcdMember controller's rolling-update rule, as the fake plays it:
 // a PVC member's Pod is restarted when the member's authorised template hash is set and the
 // Pod carries another.
@@ -346,7 +354,7 @@ func (w *world) kubelet(ctx context.Context, c *etcdv1alpha2.EtcdCluster, f *etc
 		stopEtcd(f, peer)
 		return w.podReadiness(ctx, pod, false)
 	}
-	clientURL := membership.ClientURL(pod.Status.PodIP, false)
+	clientURL := membership.ClientURL(pod.Status.PodIP, servesTLS(m))
 	if m.Spec.Bootstrap && c.Status.ClusterID == "" {
 		f.Seed(m.Name, peer, clientURL)
 	}
