@@ -70,7 +70,9 @@ func TestEtcdClusterManagedTLSRules(t *testing.T) {
 				Peer:   &etcdv1alpha2.PeerTLS{CertManager: &etcdv1alpha2.PeerCertManagerTLS{IssuerRef: issuer}}}
 		}), update: moveToManaged, wantField: "spec", wantMsg: etcdv1alpha2.MsgTLSImmutable},
 		{name: "own Secrets moved to managed keeping the client Secret", create: fns(withOwnTLS(false, true)),
-			update: func(c *etcdv1alpha2.EtcdCluster) { c.Spec.TLS.Peer, c.Spec.TLS.Managed = nil, &etcdv1alpha2.ManagedTLS{} },
+			update: func(c *etcdv1alpha2.EtcdCluster) {
+				c.Spec.TLS.Peer, c.Spec.TLS.Managed = nil, &etcdv1alpha2.ManagedTLS{}
+			},
 			wantField: "spec.tls", wantMsg: etcdv1alpha2.MsgManagedTLSExclusive},
 		// Rule 9: managed is client TLS.
 		{name: "auth with managed", create: fns(withManagedAuth)},
