@@ -223,48 +223,9 @@ func TestManagedCARotation(t *testing.T) {
 	progress := w.recordProgressing("r")
 	w.annotate("r", etcdv1alpha2.AnnotationRotateCA, "2030-q1")
 
-	staged := map[string]*corev1.Secret{}
-	for ca, leaves := range caLeaves("r") {
-		old := leafOf(t, before[ca])
-		wait.Eventually(t, rotationTimeout, ca+": step 1, the new CA beside the old one", func() error {
-			s, err := w.secret(ca)
-			if err != nil {
-				return err
-			}
-			next := certsOf(s, "next.crt")
-			if len(next) == 0 || !leafOf(t, s).Equal(old) || !bundleIs(s, old, next[0]) || s.Annotations[etcdv1alpha2.AnnotationRotateCAHandled] != "2030-q1" {
-				return fmt.Errorf("%s is not staged: %w", ca, errNotYet)
-			}
-			staged[ca] = s
-			return w.leavesOn(s, leaves, old)
-		})
-	}
-	for ca, leaves := range caLeaves("r") {
-		next := certsOf(staged[ca], "next.crt")[0]
-		wait.Eventually(t, rotationTimeout, ca+": step 2, the new CA signs every leaf", func() error {
-			s, err := w.secret(ca)
-			if err != nil {
-				return err
-			}
-			if !leafOf(t, s).Equal(next) || s.Data["next.crt"] != nil || !bytes.Equal(s.Data["ca.crt"], staged[ca].Data["ca.crt"]) {
-				return fmt.Errorf("%s is not promoted with its bundle unchanged: %w", ca, errNotYet)
-			}
-			return w.leavesOn(s, leaves, next)
-		})
-	}
-	for ca, leaves := range caLeaves("r") {
-		next := certsOf(staged[ca], "next.crt")[0]
-		wait.Eventually(t, rotationTimeout, ca+": step 3, the old CA dropped", func() error {
-			s, err := w.secret(ca)
-			if err != nil {
-				return err
-			}
-			if !bundleIs(s, next) || s.Annotations[etcdv1alpha2.AnnotationCALeavesReissuedAt] != "" {
-				return fmt.Errorf("%s still trusts the old CA: %w", ca, errNotYet)
-			}
-			return w.leavesOn(s, leaves, next)
-		})
-	}
+	staged := w.rotationStaged("r", before, "2030-q1")
+	w.rotationPromoted("r", staged)
+	w.rotationDropped("r", staged)
 	wait.Eventually(t, rotationTimeout, "every member restarted without the old CA", hashes.twice(3))
 	wait.Eventually(t, rotationTimeout, "r converged after the rotation", w.converged("r", 3))
 	hashes.changedTwice(t, 3)
@@ -285,6 +246,70 @@ func TestManagedCARotation(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// rotationStaged waits for step 1 of a rotation of cluster's CAs away from the ones in before,
+// for token: each CA Secret stages a new CA in next.crt and trusts both, its tls.crt unchanged,
+// and its leaves carry that bundle, still signed by the old CA. It returns the CA Secrets then.
+func (w *world) rotationStaged(cluster string, before map[string]*corev1.Secret, token string) map[string]*corev1.Secret {
+	t := w.t
+	t.Helper()
+	staged := map[string]*corev1.Secret{}
+	for ca, leaves := range caLeaves(cluster) {
+		old := leafOf(t, before[ca])
+		wait.Eventually(t, rotationTimeout, ca+": step 1, the new CA beside the old one", func() error {
+			s, err := w.secret(ca)
+			if err != nil {
+				return err
+			}
+			next := certsOf(s, "next.crt")
+			if len(next) == 0 || !leafOf(t, s).Equal(old) || !bundleIs(s, old, next[0]) || s.Annotations[etcdv1alpha2.AnnotationRotateCAHandled] != token {
+				return fmt.Errorf("%s is not staged: %w", ca, errNotYet)
+			}
+			staged[ca] = s
+			return w.leavesOn(s, leaves, old)
+		})
+	}
+	return staged
+}
+
+// rotationPromoted waits for step 2: the staged CA signs every leaf, the bundle byte for byte as
+// staged.
+func (w *world) rotationPromoted(cluster string, staged map[string]*corev1.Secret) {
+	t := w.t
+	t.Helper()
+	for ca, leaves := range caLeaves(cluster) {
+		next := certsOf(staged[ca], "next.crt")[0]
+		wait.Eventually(t, rotationTimeout, ca+": step 2, the new CA signs every leaf", func() error {
+			s, err := w.secret(ca)
+			if err != nil {
+				return err
+			}
+			if !leafOf(t, s).Equal(next) || s.Data["next.crt"] != nil || !bytes.Equal(s.Data["ca.crt"], staged[ca].Data["ca.crt"]) {
+				return fmt.Errorf("%s is not promoted with its bundle unchanged: %w", ca, errNotYet)
+			}
+			return w.leavesOn(s, leaves, next)
+		})
+	}
+}
+
+// rotationDropped waits for step 3: each bundle holds the new CA alone, and so do the leaves'.
+func (w *world) rotationDropped(cluster string, staged map[string]*corev1.Secret) {
+	t := w.t
+	t.Helper()
+	for ca, leaves := range caLeaves(cluster) {
+		next := certsOf(staged[ca], "next.crt")[0]
+		wait.Eventually(t, rotationTimeout, ca+": step 3, the old CA dropped", func() error {
+			s, err := w.secret(ca)
+			if err != nil {
+				return err
+			}
+			if !bundleIs(s, next) || s.Annotations[etcdv1alpha2.AnnotationCALeavesReissuedAt] != "" {
+				return fmt.Errorf("%s still trusts the old CA: %w", ca, errNotYet)
+			}
+			return w.leavesOn(s, leaves, next)
+		})
+	}
 }
 
 // TestMoveToManagedTLS: a cluster on the user's Secrets (server, with or without the operator's
