@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"errors"
+	"slices"
 
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -75,6 +76,14 @@ func (o *observation) serverName() string {
 func (r *Reconciler) dial(ctx context.Context, o *observation, eps []string) etcdAPI {
 	log := logf.FromContext(ctx)
 	cfg, err := etcdaccess.Config(ctx, r.apiReader, o.cluster, eps, o.serverName())
+	if err != nil && o.issuing(err) {
+		// A move to spec.tls.managed: the managed Secrets the operator dials with are issued
+		// in this very pass, and the members still run on the user's Secrets, which the
+		// session dialled with them reaches (docs/tls.md, "Moving to managed certificates").
+		if prev, ok := r.etcd.Pooled(o.key().String()); ok {
+			return prev
+		}
+	}
 	if err != nil {
 		o.access.problem, o.access.reason = accessFailure(err)
 		log.V(1).Info("Cannot build the etcd client configuration", "reason", err.Error())
@@ -133,4 +142,11 @@ func accessFailure(err error) (problem, reason string) {
 		return me.Error(), membership.ReasonAuthSecretInvalid
 	}
 	return me.Error(), membership.ReasonCertificateInvalid
+}
+
+// issuing reports a missing Secret that the operator issues itself, under spec.tls.managed: no
+// fault of anyone's, so not an access problem either.
+func (o *observation) issuing(err error) bool {
+	var me *etcdaccess.MaterialError
+	return errors.As(err, &me) && errors.Is(err, etcdaccess.ErrSecretMissing) && slices.Contains(o.tls.Issuing, me.Secret)
 }

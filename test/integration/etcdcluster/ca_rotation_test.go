@@ -152,16 +152,21 @@ func (h *hashHistory) changedTwice(t *testing.T, n int) {
 	}
 }
 
-// progressLog records every Progressing reason and message of a cluster, as "reason: message".
+// progressLog records every reason and message of one condition of a cluster, as "reason:
+// message".
 type progressLog struct {
 	mu   sync.Mutex
 	seen []string
 }
 
 func (w *world) recordProgressing(name string) *progressLog {
+	return w.recordCondition(name, etcdv1alpha2.ConditionProgressing)
+}
+
+func (w *world) recordCondition(name, typ string) *progressLog {
 	l := &progressLog{}
 	stop := w.watchCluster(w.t, name, func(c *etcdv1alpha2.EtcdCluster) {
-		if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ConditionProgressing); p != nil {
+		if p := meta.FindStatusCondition(c.Status.Conditions, typ); p != nil {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			if s := p.Reason + ": " + p.Message; !slices.Contains(l.seen, s) {
@@ -326,6 +331,7 @@ func TestMoveToManagedTLS(t *testing.T) {
 			w.startController(etcdcluster.WithCARotationDwell(rotationDwell))
 			users := w.ownTLSCluster(name, mtls)
 			hashes := w.recordHashes(name)
+			degraded := w.recordCondition(name, etcdv1alpha2.ConditionDegraded)
 			c := w.cluster(name)
 			c.Spec.TLS = &etcdv1alpha2.EtcdClusterTLS{Managed: &etcdv1alpha2.ManagedTLS{}}
 			if err := k8s.Update(t.Context(), c); err != nil {
@@ -336,6 +342,11 @@ func TestMoveToManagedTLS(t *testing.T) {
 			wait.Eventually(t, rotationTimeout, name+" converged on the managed Secrets", w.converged(name, 3))
 			w.onManagedSecrets(name)
 			hashes.changedTwice(t, 3)
+			for _, reason := range []string{membership.ReasonTLSSecretMissing, membership.ReasonCertificateInvalid} {
+				if degraded.said(reason+":") || w.eventCount(name, reason) > 0 {
+					t.Errorf("the move reported %s: %q", reason, degraded.all())
+				}
+			}
 		})
 	}
 }
