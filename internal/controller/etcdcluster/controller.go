@@ -294,7 +294,8 @@ func deadlineChanged() predicate.Predicate {
 //     under reclaimPolicy Delete, PVCs). Annotation adoption-in-progress → stop without a write.
 //  2. Observe, once: EtcdMembers, Pods, PVCs, StorageClasses (only while a PVC is smaller than
 //     the latched size), the TLS material spec.tls asks for that is missing or invalid (and,
-//     under spec.tls.managed, which Secrets to issue or renew; with cert-manager, which of its
+//     under spec.tls.managed, which Secrets to issue or renew and which step of a CA rotation or
+//     of a move to managed TLS to take; with cert-manager, which of its
 //     Certificates do not exist), and etcd's view
 //     (MemberList, Status of every member endpoint, alarms, leader), and, when due, the voters'
 //     keyspace hashes (observe_hash.go). A failed read ends the
