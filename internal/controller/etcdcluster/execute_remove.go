@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,12 +85,22 @@ func (x *executor) removeFromEtcd(ctx context.Context, a membership.Action) (ste
 	return res, err
 }
 
-// memberRemove removes a member from etcd; "not found" means a previous pass did.
+// memberRemove removes a member from etcd; "not found" means a previous pass did. Any other
+// error is ambiguous: a member asked to remove itself applies the change and stops before it
+// answers ("server stopped"), and a timeout may hide a change that was applied. A fresh member
+// list that no longer names the member settles it as done, so the removal is reported
+// (docs/design/membership-flows.md, "Ambiguous answers").
 func memberRemove(ctx context.Context, cli etcdAPI, id uint64) (step.Result, error) {
-	if _, err := cli.MemberRemove(ctx, id); err != nil && !errors.Is(err, etcdclient.ErrMemberNotFound) {
+	if _, err := cli.MemberRemove(ctx, id); err != nil && !errors.Is(err, etcdclient.ErrMemberNotFound) && !goneFromEtcd(ctx, cli, id) {
 		return waitingOn(metricRemove, fmt.Errorf("removing member %s: %w", etcdclient.FormatID(id), err), membership.MembershipPoll,
 			etcdclient.ErrNotEnoughStartedMembers, etcdclient.ErrUnhealthyCluster, etcdclient.ErrNoLeader)
 	}
 	metrics.MembershipAction(metricRemove, metrics.OutcomeSuccess)
 	return step.Continue, nil
+}
+
+// goneFromEtcd reports whether a fresh member list answers and no longer names id.
+func goneFromEtcd(ctx context.Context, cli etcdAPI, id uint64) bool {
+	list, err := cli.MemberList(ctx)
+	return err == nil && !slices.ContainsFunc(list, func(m etcdclient.Member) bool { return m.ID == id })
 }

@@ -85,7 +85,7 @@ func TestStillPlannedWaitsWhenEtcdChanged(t *testing.T) {
 
 func TestMemberRemoveNotFoundIsSuccess(t *testing.T) {
 	t.Parallel()
-	rec := &etcdfake.Recorder{}
+	rec := &etcdfake.Recorder{Members: []etcdclient.Member{{ID: 9}}}
 	rec.SetError(etcdfake.MemberRemove, etcdclient.NewError("MemberRemove", etcdclient.ErrMemberNotFound))
 	if res, err := memberRemove(context.Background(), rec, 9); err != nil || res.Done() {
 		t.Errorf("memberRemove of an absent member = %+v, %v; want success", res, err)
@@ -98,6 +98,23 @@ func TestMemberRemoveNotFoundIsSuccess(t *testing.T) {
 	rec.SetError(etcdfake.MemberRemove, boom)
 	if res, err := memberRemove(context.Background(), rec, 9); err == nil || res.Done() || !errors.Is(err, boom) {
 		t.Errorf("an unclassified error = %+v, %v; want it returned (transient)", res, err)
+	}
+}
+
+// TestMemberRemoveOfItselfIsSuccess: etcd routed the removal to the victim, which applied it and
+// stopped before answering ("server stopped"). The fresh list no longer names it, so the removal
+// is done and reported, not retried into "not found" by a pass that no longer knows it removed
+// anything.
+func TestMemberRemoveOfItselfIsSuccess(t *testing.T) {
+	t.Parallel()
+	rec := &etcdfake.Recorder{Members: []etcdclient.Member{{ID: 1}, {ID: 2}}}
+	rec.SetError(etcdfake.MemberRemove, etcdclient.NewError("MemberRemove", etcdclient.ErrUnavailable))
+	if res, err := memberRemove(context.Background(), rec, 9); err != nil || res.Done() {
+		t.Errorf("memberRemove answered by the stopped victim = %+v, %v; want success", res, err)
+	}
+	rec.SetError(etcdfake.MemberList, etcdclient.NewError("MemberList", etcdclient.ErrUnavailable))
+	if res, err := memberRemove(context.Background(), rec, 9); err == nil || res.Done() {
+		t.Errorf("memberRemove with no list to confirm it = %+v, %v; want the error returned", res, err)
 	}
 }
 
