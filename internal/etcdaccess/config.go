@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/tlsverify"
 )
 
 // ErrMaterial means a Secret the operator needs lacks a key or holds unusable data. Its
@@ -97,7 +98,7 @@ func clientTLS(ctx context.Context, r client.Reader, c *etcdv1alpha2.EtcdCluster
 			Fix: "put the PEM bundle of the CA that signed the server certificate under ca.crt"}
 	}
 	t := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
-	VerifyAs(t, serverName)
+	tlsverify.As(t, serverName)
 	var cert, key []byte
 	if name := OperatorClientSecretName(c); name != "" {
 		cs, err := read(ctx, r, c.Namespace, name)

@@ -129,7 +129,7 @@ func putGet(f *framework.Test, name string, t clientTLS) error {
 	}
 	pod := pods.Items[0]
 	// Members are verified against a member's DNS name, which the server wildcard covers,
-	// whatever address gRPC dials (etcdaccess.VerifyAs).
+	// whatever address gRPC dials (tlsverify.As).
 	cfg, err := testpki.ClientConfig(t.ca, testpki.Pair{CertPEM: t.cert, KeyPEM: t.key}, pod.Name+"."+name+"."+f.Namespace+".svc")
 	if err != nil {
 		return err

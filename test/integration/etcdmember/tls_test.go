@@ -2,16 +2,8 @@ package etcdmember_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,52 +12,23 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
 
-// testPKI is a CA and one certificate it signed, PEM-encoded.
-type testPKI struct {
-	caPEM, certPEM, keyPEM []byte
-}
-
-// newTestPKI generates a throwaway CA and a leaf certificate for cn.
-func newTestPKI(t *testing.T, cn string) testPKI {
+// issued signs cn's certificate with a CA of its own, so that the server and peer Secrets
+// carry different ca.crt digests into the template hash.
+func issued(t *testing.T, cn string) (caPEM []byte, leaf testpki.Pair) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA(cn + " CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	leaf, err = ca.Issue(testpki.Leaf{CommonName: cn, Usages: testpki.Both})
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caTmpl, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testPKI{
-		caPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}
+	return ca.CertPEM, leaf
 }
 
 func createSecret(t *testing.T, ns, name string, data map[string][]byte) {
@@ -113,16 +76,18 @@ func TestTLSMember(t *testing.T) {
 	waitCondition(t, m, etcdv1alpha2.ConditionReady, metav1.ConditionFalse, etcdmember.ReasonPodNotReady,
 		"TLS Secret server-tls does not exist")
 
-	server, peer, operator := newTestPKI(t, "server"), newTestPKI(t, "peer"), newTestPKI(t, "operator")
-	createSecret(t, ns, "server-tls", map[string][]byte{"ca.crt": server.caPEM, "tls.crt": server.certPEM, "tls.key": server.keyPEM})
-	createSecret(t, ns, "peer-tls", map[string][]byte{"ca.crt": peer.caPEM, "tls.crt": peer.certPEM, "tls.key": peer.keyPEM})
-	createSecret(t, ns, "operator-tls", map[string][]byte{"tls.crt": operator.certPEM, "tls.key": operator.keyPEM})
+	serverCA, server := issued(t, "server")
+	peerCA, peer := issued(t, "peer")
+	_, operator := issued(t, "operator")
+	createSecret(t, ns, "server-tls", map[string][]byte{"ca.crt": serverCA, "tls.crt": server.CertPEM, "tls.key": server.KeyPEM})
+	createSecret(t, ns, "peer-tls", map[string][]byte{"ca.crt": peerCA, "tls.crt": peer.CertPEM, "tls.key": peer.KeyPEM})
+	createSecret(t, ns, "operator-tls", map[string][]byte{"tls.crt": operator.CertPEM, "tls.key": operator.KeyPEM})
 	createSecret(t, ns, "root", map[string][]byte{"password": []byte("s3cret")})
 
 	pod := waitPod(t, m) // within secretWait of the Secrets appearing
 	m, _ = getMember(t.Context(), m)
 	wantHash := desired.TemplateHash(&m.Spec, desired.MemberImages(imageRepository, "3.6.5", guardImage),
-		desired.CADigests{Client: desired.CADigest(server.caPEM), Peer: desired.CADigest(peer.caPEM)})
+		desired.CADigests{Client: desired.CADigest(serverCA), Peer: desired.CADigest(peerCA)})
 	if got := pod.Annotations[etcdv1alpha2.AnnotationTemplateHash]; got != wantHash {
 		t.Errorf("template-hash = %q, want %q (with the CA digests)", got, wantHash)
 	}

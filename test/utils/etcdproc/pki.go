@@ -1,19 +1,14 @@
 package etcdproc
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 )
 
 // PKI is a throw-away certificate authority with one server and one client certificate, for
@@ -34,30 +29,16 @@ func NewPKI(dir string) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating PKI dir: %w", err)
 	}
-	ca, err := newCert(&x509.Certificate{
-		Subject:               pkix.Name{CommonName: "etcdproc-ca"},
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-	}, nil)
+	ca, err := testpki.NewCA("etcdproc-ca")
 	if err != nil {
 		return nil, err
 	}
-	server, err := newCert(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "etcdproc-server"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:    []string{"localhost"},
-	}, ca)
+	server, err := ca.Issue(testpki.Leaf{CommonName: "etcdproc-server", Usages: testpki.Both,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}})
 	if err != nil {
 		return nil, err
 	}
-	client, err := newCert(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "root"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, ca)
+	client, err := ca.Issue(testpki.Leaf{CommonName: "root", Usages: testpki.ClientOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -68,13 +49,13 @@ func NewPKI(dir string) (*PKI, error) {
 		ServerKeyFile:  filepath.Join(dir, "server.key"),
 		ClientCertFile: filepath.Join(dir, "client.crt"),
 		ClientKeyFile:  filepath.Join(dir, "client.key"),
-		CAPEM:          ca.certPEM,
-		ClientCertPEM:  client.certPEM,
-		ClientKeyPEM:   client.keyPEM,
+		CAPEM:          ca.CertPEM,
+		ClientCertPEM:  client.CertPEM,
+		ClientKeyPEM:   client.KeyPEM,
 	}
 	for path, data := range map[string][]byte{
-		p.CAFile: ca.certPEM, p.ServerCertFile: server.certPEM, p.ServerKeyFile: server.keyPEM,
-		p.ClientCertFile: client.certPEM, p.ClientKeyFile: client.keyPEM,
+		p.CAFile: ca.CertPEM, p.ServerCertFile: server.CertPEM, p.ServerKeyFile: server.KeyPEM,
+		p.ClientCertFile: client.CertPEM, p.ClientKeyFile: client.KeyPEM,
 	} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", path, err)
@@ -93,47 +74,4 @@ func (p *PKI) ClientTLS() (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(p.CAPEM)
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
-}
-
-type certKey struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-	keyPEM  []byte
-}
-
-func newCert(tmpl *x509.Certificate, parent *certKey) (*certKey, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, fmt.Errorf("generating serial: %w", err)
-	}
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
-	signerCert, signerKey := tmpl, key
-	if parent != nil {
-		signerCert, signerKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signerCert, &key.PublicKey, signerKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating certificate %s: %w", tmpl.Subject.CommonName, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("parsing certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding key: %w", err)
-	}
-	return &certKey{
-		cert:    cert,
-		key:     key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
 }

@@ -15,7 +15,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
+	"github.com/etcd-operator/etcd-operator/internal/tlsverify"
 )
 
 // CA is a certificate authority that signs Leaf requests.
@@ -101,14 +101,14 @@ func (ca *CA) Issue(l Leaf) (Pair, error) {
 
 // ClientConfig is a TLS client configuration trusting roots, presenting client (when its
 // certificate is set) and verifying serverName whatever address is dialled, as the operator
-// does (etcdaccess.VerifyAs).
+// does (tlsverify.As).
 func ClientConfig(roots []byte, client Pair, serverName string) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(roots) {
 		return nil, fmt.Errorf("no CA certificate in the roots")
 	}
 	t := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
-	etcdaccess.VerifyAs(t, serverName)
+	tlsverify.As(t, serverName)
 	if len(client.CertPEM) > 0 {
 		pair, err := tls.X509KeyPair(client.CertPEM, client.KeyPEM)
 		if err != nil {

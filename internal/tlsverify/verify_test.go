@@ -1,4 +1,4 @@
-package etcdaccess_test
+package tlsverify_test
 
 import (
 	"crypto/tls"
@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
+	"github.com/etcd-operator/etcd-operator/internal/tlsverify"
 	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 )
 
@@ -53,7 +53,7 @@ func TestVerifyAsChecksTheNameNotTheAddress(t *testing.T) {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(tc.roots)
 		cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		etcdaccess.VerifyAs(cfg, tc.as)
+		tlsverify.As(cfg, tc.as)
 		conn, err := tls.Dial("tcp", addr, cfg)
 		if err == nil {
 			_ = conn.Close()

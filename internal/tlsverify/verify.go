@@ -1,4 +1,4 @@
-package etcdaccess
+package tlsverify
 
 import (
 	"crypto/tls"
@@ -6,13 +6,13 @@ import (
 	"errors"
 )
 
-// VerifyAs makes t verify the server's certificate chain against its RootCAs and the fixed DNS
+// As makes t verify the server's certificate chain against its RootCAs and the fixed DNS
 // name serverName, whatever address is dialled. gRPC overwrites tls.Config.ServerName with the
 // dialled authority, a Pod IP here, which no member certificate names (docs/tls.md, "How the
 // operator connects"); so the standard check is replaced by the same check against
 // serverName, done in VerifyConnection. Nothing is skipped: the chain, the expiry, the server
 // auth key usage and the name are all verified.
-func VerifyAs(t *tls.Config, serverName string) {
+func As(t *tls.Config, serverName string) {
 	roots := t.RootCAs
 	t.ServerName = serverName
 	t.InsecureSkipVerify = true // VerifyConnection below verifies chain and name
