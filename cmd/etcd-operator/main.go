@@ -1,6 +1,9 @@
 // Command etcd-operator runs the controllers that manage etcd clusters on Kubernetes. All wiring
 // lives in internal/operator; this file only turns the outcome into an exit code: 0 after a requested
 // stop, 1 when the operator fails, 2 for invalid flags or environment variables.
+//
+// `etcd-operator snapshot-agent` is the program snapshot Jobs run instead (internal/snapshotagent,
+// docs/backup-restore.md), so that a Job needs no image but the operator's.
 package main
 
 import (
@@ -14,9 +17,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/etcd-operator/etcd-operator/internal/operator"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == snapshotagent.Command {
+		os.Exit(snapshotagent.Main(os.Args[2:], os.LookupEnv, os.Stderr))
+	}
 	opts, err := operator.ParseOptions(os.Args[1:], os.LookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
 		operator.PrintUsage(os.Stdout)

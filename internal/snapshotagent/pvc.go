@@ -1,0 +1,237 @@
+package snapshotagent
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+)
+
+// Permissions of what the agent creates on the PVC. A snapshot holds every key of the cluster,
+// Secrets of a Kubernetes control plane among them: nothing is world-readable. The group may
+// read, so that a restore Pod sharing the volume's fsGroup can.
+const (
+	pvcDirMode  fs.FileMode = 0o750
+	pvcFileMode fs.FileMode = 0o640
+)
+
+// pvcDestination writes <root>/<subPath>/<name>.db and its siblings .uid, .version and
+// .sha256 (docs/backup-restore.md, "On a PVC").
+type pvcDestination struct {
+	root, folder, name, uri, uid string
+
+	// freeBytes reports the space available in a folder; statfs unless a test replaces it.
+	freeBytes func(dir string) (int64, error)
+	// wrapWriter, when set, wraps the temporary artifact file's writer; tests use it to fail
+	// writes as a full disk does.
+	wrapWriter func(io.Writer) io.Writer
+}
+
+func newPVCDestination(cfg snapshot.PVCConfig, snapshotName, uid string) *pvcDestination {
+	return &pvcDestination{
+		root:      cfg.Dir,
+		folder:    filepath.Join(cfg.Dir, filepath.FromSlash(cfg.SubPath)),
+		name:      snapshot.ArtifactFileName(snapshotName),
+		uri:       snapshot.PVCURI(cfg.Claim, cfg.SubPath, snapshotName),
+		uid:       uid,
+		freeBytes: statfsFree,
+	}
+}
+
+// URI implements destination.
+func (d *pvcDestination) URI() string { return d.uri }
+
+func (d *pvcDestination) path(suffix string) string {
+	return filepath.Join(d.folder, d.name+suffix)
+}
+
+// tempPattern names temporary files: hidden, and tied to the artifact's name so that a later
+// attempt can remove what a killed one left.
+func (d *pvcDestination) tempPattern(suffix string) string {
+	return "." + d.name + suffix + ".*.tmp"
+}
+
+// Prepare implements destination: the claim must be mounted, the folder is created, temporary
+// files of earlier attempts are removed, and the overwrite guard reads the .uid sibling.
+func (d *pvcDestination) Prepare(_ context.Context) error {
+	if fi, err := os.Stat(d.root); err != nil || !fi.IsDir() {
+		return snapshot.Failf(snapshot.ReasonInvalidConfig, "%s=%s is not a mounted folder", snapshot.EnvPVCDir, d.root)
+	}
+	if err := os.MkdirAll(d.folder, pvcDirMode); err != nil {
+		return fsFailure("creating the snapshot folder", err)
+	}
+	if err := d.removeStaleTemps(); err != nil {
+		return err
+	}
+	existing, err := d.existing()
+	if err != nil {
+		return err
+	}
+	return snapshot.CheckOverwrite(existing, d.uid)
+}
+
+// existing describes the artifact already at the destination, if any.
+func (d *pvcDestination) existing() (snapshot.Existing, error) {
+	if _, err := os.Lstat(d.path("")); errors.Is(err, fs.ErrNotExist) {
+		return snapshot.Existing{}, nil
+	} else if err != nil {
+		return snapshot.Existing{}, fsFailure("checking for an existing artifact", err)
+	}
+	uid, err := os.ReadFile(d.path(snapshot.UIDSuffix))
+	if errors.Is(err, fs.ErrNotExist) {
+		return snapshot.Existing{Present: true}, nil
+	}
+	if err != nil {
+		return snapshot.Existing{}, fsFailure("reading the existing artifact's UID", err)
+	}
+	return snapshot.Existing{Present: true, UID: strings.TrimSpace(string(uid))}, nil
+}
+
+func (d *pvcDestination) removeStaleTemps() error {
+	for _, suffix := range []string{"", snapshot.UIDSuffix, snapshot.VersionSuffix, snapshot.ChecksumSuffix} {
+		stale, err := filepath.Glob(filepath.Join(d.folder, d.tempPattern(suffix)))
+		if err != nil {
+			return snapshot.Fail(snapshot.ReasonFailed, err)
+		}
+		for _, f := range stale {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fsFailure("removing a temporary file of an earlier attempt", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Store implements destination. The .uid sibling is written before the artifact is renamed
+// into place, so that an artifact this snapshot wrote always records its UID: an attempt killed
+// between the two steps leaves an artifact its own retry may replace, never one the guard
+// refuses. Siblings of an earlier attempt that no longer describe the new artifact (.version,
+// .sha256) are removed first.
+func (d *pvcDestination) Store(_ context.Context, body io.Reader, info artifactInfo) error {
+	if err := d.writeSibling(snapshot.UIDSuffix, []byte(d.uid+"\n")); err != nil {
+		return err
+	}
+	for _, suffix := range []string{snapshot.VersionSuffix, snapshot.ChecksumSuffix} {
+		if err := os.Remove(d.path(suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fsFailure("removing the "+suffix+" file of an earlier attempt", err)
+		}
+	}
+	if err := d.writeAtomically("", body, d.wrapWriter); err != nil {
+		return err
+	}
+	return d.writeSibling(snapshot.VersionSuffix, []byte(info.EtcdVersion+"\n"))
+}
+
+// StoreChecksum implements destination.
+func (d *pvcDestination) StoreChecksum(_ context.Context, sum [sha256.Size]byte) error {
+	return d.writeSibling(snapshot.ChecksumSuffix, snapshot.ChecksumFileContent(sum, d.name))
+}
+
+// CheckRoom implements destination: etcd would otherwise stream a large database only for the
+// write to fail near its end. The space of an artifact this write replaces does not count,
+// since both exist until the rename.
+func (d *pvcDestination) CheckRoom(expected int64) error {
+	if expected <= 0 || d.freeBytes == nil {
+		return nil
+	}
+	free, err := d.freeBytes(d.folder)
+	if err != nil {
+		return fsFailure("reading the free space of the snapshot folder", err)
+	}
+	if free < expected {
+		return snapshot.Failf(snapshot.ReasonNoSpace, "the snapshot needs about %d bytes but the volume has %d bytes free", expected, free)
+	}
+	return nil
+}
+
+func (d *pvcDestination) writeSibling(suffix string, content []byte) error {
+	return d.writeAtomically(suffix, strings.NewReader(string(content)), nil)
+}
+
+// writeAtomically writes <name><suffix> through a temporary file in the same folder: written,
+// synced, renamed over the final name, then the folder synced, so that after a crash or a full
+// disk the final name holds either the old complete file or the new complete file. A failed
+// write removes the temporary file.
+func (d *pvcDestination) writeAtomically(suffix string, body io.Reader, wrap func(io.Writer) io.Writer) (err error) {
+	what := "the artifact"
+	if suffix != "" {
+		what = "the " + suffix + " file"
+	}
+	tmp, err := os.CreateTemp(d.folder, d.tempPattern(suffix))
+	if err != nil {
+		return fsFailure("creating a temporary file for "+what, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	var w io.Writer = tmp
+	if wrap != nil {
+		w = wrap(w)
+	}
+	if _, err := io.Copy(w, body); err != nil {
+		if _, fromBody := errors.AsType[*snapshot.Failure](err); fromBody {
+			return err
+		}
+		return fsFailure("writing "+what, err)
+	}
+	if err := tmp.Chmod(pvcFileMode); err != nil {
+		return fsFailure("setting the permissions of "+what, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fsFailure("syncing "+what, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fsFailure("closing "+what, err)
+	}
+	if err := os.Rename(tmp.Name(), d.path(suffix)); err != nil {
+		return fsFailure("renaming "+what+" into place", err)
+	}
+	return syncDir(d.folder)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir) //nolint:gosec // G304: the snapshot folder the Job mounts
+	if err != nil {
+		return fsFailure("opening the snapshot folder to sync it", err)
+	}
+	defer func() { _ = f.Close() }()
+	if err := f.Sync(); err != nil {
+		return fsFailure("syncing the snapshot folder", err)
+	}
+	return nil
+}
+
+func statfsFree(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize, nil //nolint:gosec // G115: block counts of a real volume are far below 2^63 bytes.
+}
+
+// fsFailure classifies a file-system error: a full volume or quota is NoSpace, a refused
+// permission or a read-only volume AccessDenied, anything else StoreFailed.
+func fsFailure(doing string, err error) error {
+	reason := snapshot.ReasonStoreFailed
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		reason = snapshot.ReasonNoSpace
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		reason = snapshot.ReasonAccessDenied
+	}
+	return snapshot.Failf(reason, "%s: %w", doing, err)
+}
