@@ -110,13 +110,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			err = fmt.Errorf("patching EtcdDefragPolicy status: %w", perr)
 		}
 	}
-	switch {
-	case err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)):
-		return ctrl.Result{RequeueAfter: step.ConflictRetry}, nil
-	case err != nil:
-		return ctrl.Result{}, err
-	}
-	return result, nil
+	return step.Finish(step.Requeue(result.RequeueAfter, "next slot"), err)
 }
 
 // schedule creates the due slot's run, if any, and sets the Ready condition.

@@ -111,13 +111,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			err = fmt.Errorf("patching EtcdSnapshotSchedule status: %w", perr)
 		}
 	}
-	switch {
-	case err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)):
-		return ctrl.Result{RequeueAfter: step.ConflictRetry}, nil
-	case err != nil:
-		return ctrl.Result{}, err
-	}
-	return result, nil
+	return step.Finish(step.Requeue(result.RequeueAfter, "next slot"), err)
 }
 
 // schedule creates the due slot's snapshot, if any, and sets the Ready condition.
