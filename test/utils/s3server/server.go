@@ -246,7 +246,7 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 			}
 			select {
 			case <-s.done:
-				return fmt.Errorf("the server exited: %v", s.waitErr)
+				return s.exitError()
 			case <-ctx.Done():
 				return fmt.Errorf("last %s: %w", step.name, err)
 			case <-time.After(100 * time.Millisecond):
@@ -254,6 +254,14 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// exitError describes the exit of a server that stopped on its own.
+func (s *Server) exitError() error {
+	if s.waitErr == nil {
+		return errors.New("the server exited with status 0")
+	}
+	return fmt.Errorf("the server exited: %w", s.waitErr)
 }
 
 // Client returns an S3 client signed with the server's credentials.

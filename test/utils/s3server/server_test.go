@@ -23,10 +23,20 @@ import (
 func TestServer(t *testing.T) {
 	t.Parallel()
 	srv := s3server.StartForTest(t, s3server.Options{})
-	client := srv.Client()
 	bucket := srv.CreateBucketForTest(t)
 
-	t.Run("put then get returns the same bytes", func(t *testing.T) {
+	t.Run("put then get returns the same bytes", putGet(srv, bucket))
+	t.Run("multipart upload of more than 5 MiB, streamed", multipartStreamed(srv, bucket))
+	t.Run("HeadObject returns user metadata", headObjectMetadata(srv, bucket))
+	t.Run("a wrong secret is refused with 403", wrongSecret(srv, bucket))
+	t.Run("a missing bucket is NoSuchBucket, never created on the fly", missingBucket(srv, bucket))
+}
+
+// putGet checks that an object reads back as it was written.
+func putGet(srv *s3server.Server, bucket string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		client := srv.Client()
 		body := []byte("an etcd snapshot, in miniature")
 		if _, err := client.PutObject(t.Context(), &s3.PutObjectInput{
 			Bucket: aws.String(bucket), Key: aws.String("small/object"), Body: bytes.NewReader(body),
@@ -45,9 +55,15 @@ func TestServer(t *testing.T) {
 		if !bytes.Equal(got, body) {
 			t.Fatalf("GetObject returned %q, want %q", got, body)
 		}
-	})
+	}
+}
 
-	t.Run("multipart upload of more than 5 MiB, streamed", func(t *testing.T) {
+// multipartStreamed uploads a stream of unknown length of more than 5 MiB in parts and reads
+// it back.
+func multipartStreamed(srv *s3server.Server, bucket string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		client := srv.Client()
 		// The source is a stream of unknown length, as an etcd snapshot is: it is cut into
 		// parts of the 5 MiB minimum as it is read, one part in memory at a time, the last
 		// one short.
@@ -104,9 +120,15 @@ func TestServer(t *testing.T) {
 		if !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
 			t.Fatal("the object read back differs from the stream uploaded")
 		}
-	})
+	}
+}
 
-	t.Run("HeadObject returns user metadata", func(t *testing.T) {
+// headObjectMetadata checks that HeadObject returns an object's user metadata, which the
+// operator's overwrite guard reads.
+func headObjectMetadata(srv *s3server.Server, bucket string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		client := srv.Client()
 		key := aws.String("with/metadata")
 		if _, err := client.PutObject(t.Context(), &s3.PutObjectInput{
 			Bucket: aws.String(bucket), Key: key, Body: bytes.NewReader([]byte("x")),
@@ -124,9 +146,15 @@ func TestServer(t *testing.T) {
 		if aws.ToInt64(head.ContentLength) != 1 {
 			t.Fatalf("HeadObject ContentLength = %d, want 1", aws.ToInt64(head.ContentLength))
 		}
-	})
+	}
+}
 
-	t.Run("a wrong secret is refused with 403", func(t *testing.T) {
+// wrongSecret checks that requests signed with a wrong secret or an unknown access key are
+// refused with 403 and write nothing.
+func wrongSecret(srv *s3server.Server, bucket string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		client := srv.Client()
 		bad := srv.ClientWithCredentials(srv.AccessKey, "not-"+srv.SecretKey)
 		_, err := bad.PutObject(t.Context(), &s3.PutObjectInput{
 			Bucket: aws.String(bucket), Key: aws.String("forged"), Body: bytes.NewReader([]byte("x")),
@@ -141,16 +169,21 @@ func TestServer(t *testing.T) {
 		// Nothing was written by the refused PUT.
 		_, err = client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("forged")})
 		assertAPIError(t, err, http.StatusNotFound, "NotFound", "NoSuchKey")
-	})
+	}
+}
 
-	t.Run("a missing bucket is NoSuchBucket, never created on the fly", func(t *testing.T) {
+// missingBucket checks that a missing bucket is NoSuchBucket and is not created by a PUT.
+func missingBucket(srv *s3server.Server, bucket string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		client := srv.Client()
 		_, err := client.PutObject(t.Context(), &s3.PutObjectInput{
 			Bucket: aws.String("no-such-bucket"), Key: aws.String("k"), Body: bytes.NewReader([]byte("x")),
 		})
 		assertAPIError(t, err, http.StatusNotFound, "NoSuchBucket")
 		_, err = client.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("no-such-bucket")})
 		assertAPIError(t, err, http.StatusNotFound, "NoSuchBucket")
-	})
+	}
 }
 
 // patternReader is an endless stream whose bytes depend on their offset, so a part stored
