@@ -17,9 +17,12 @@ const (
 	ReasonClusterNotFound            = "ClusterNotFound"
 	ReasonClusterPaused              = "ClusterPaused"
 	ReasonWaitingForAuth             = "WaitingForAuth"
+	ReasonSecretMissing              = "SecretMissing"
 	ReasonAuthLatchTimeout           = "AuthLatchTimeout"
 	ReasonSnapshotJobLost            = "SnapshotJobLost"
 	ReasonJobFailed                  = "JobFailed"
+	// ReasonJobNameTaken: a Job under the snapshot's Job name belongs to something else.
+	ReasonJobNameTaken = "JobNameTaken"
 )
 
 const (
@@ -28,7 +31,8 @@ const (
 	// AuthPoll is how often a snapshot waiting for the cluster's auth to latch looks again.
 	AuthPoll = 10 * time.Second
 	// AuthLatchTimeout is how long a snapshot of a cluster with auth requested waits for
-	// status.authEnabled before it fails: the Job could not log in before.
+	// status.authEnabled before it fails: the Job could not log in before. A snapshot whose
+	// Secrets are missing waits as long for them.
 	AuthLatchTimeout = 15 * time.Minute
 )
 
@@ -64,6 +68,10 @@ type Input struct {
 	// ClusterFound, ClusterPaused (spec.replicas 0), AuthRequested (spec.auth.enabled) and
 	// AuthLatched (status.authEnabled) describe the cluster.
 	ClusterFound, ClusterPaused, AuthRequested, AuthLatched bool
+	// Missing names a Secret, or a key of one, that the Job would mount and that does not
+	// exist, with the fix; empty when everything is there. A Job started without it would sit
+	// in ContainerCreating until its deadline.
+	Missing string
 	// Job and Outcome describe the Job and what its agent reported.
 	Job     JobState
 	Outcome Outcome
@@ -117,6 +125,11 @@ func planPending(in Input) Decision {
 	case in.AuthRequested && !in.AuthLatched:
 		return Decision{Phase: etcdv1alpha2.SnapshotPhasePending, Reason: ReasonWaitingForAuth, RequeueAfter: AuthPoll,
 			Message: "waiting for the cluster to turn its authentication on (status.authEnabled) before the Job logs in as root"}
+	case in.Missing != "" && in.Now.Sub(in.Created) >= AuthLatchTimeout:
+		return failed(ReasonSecretMissing, fmt.Sprintf("%s, still after %s: create the EtcdSnapshot again once it exists", in.Missing, AuthLatchTimeout))
+	case in.Missing != "":
+		return Decision{Phase: etcdv1alpha2.SnapshotPhasePending, Reason: ReasonSecretMissing, RequeueAfter: AuthPoll,
+			Message: in.Missing + "; the snapshot waits for it"}
 	}
 	return Decision{Phase: etcdv1alpha2.SnapshotPhaseStarted, Reason: ReasonJobCreated, CreateJob: true, RequeueAfter: JobPoll,
 		Message: "created the snapshot Job"}

@@ -36,6 +36,8 @@ func TestPlan(t *testing.T) {
 		{"auth not latched yet", with(func(in *Input) { in.AuthRequested = true }), etcdv1alpha2.SnapshotPhasePending, ReasonWaitingForAuth, false, AuthPoll},
 		{"auth latched", with(func(in *Input) { in.AuthRequested, in.AuthLatched = true, true }), etcdv1alpha2.SnapshotPhaseStarted, ReasonJobCreated, true, JobPoll},
 		{"auth never latched", with(func(in *Input) { in.AuthRequested, in.Now = true, t0.Add(AuthLatchTimeout) }), etcdv1alpha2.SnapshotPhaseFailed, ReasonAuthLatchTimeout, false, 0},
+		{"a Secret missing", with(func(in *Input) { in.Missing = "Secret s3 has no key AWS_ACCESS_KEY_ID" }), etcdv1alpha2.SnapshotPhasePending, ReasonSecretMissing, false, AuthPoll},
+		{"a Secret missing for too long", with(func(in *Input) { in.Missing, in.Now = "Secret s3 does not exist", t0.Add(AuthLatchTimeout) }), etcdv1alpha2.SnapshotPhaseFailed, ReasonSecretMissing, false, 0},
 		{"Job running", started(JobActive, Outcome{}), etcdv1alpha2.SnapshotPhaseStarted, ReasonJobRunning, false, JobPoll},
 		{"Job succeeded", started(JobSucceeded, Outcome{Artifact: artifact}), etcdv1alpha2.SnapshotPhaseComplete, ReasonSnapshotStored, false, 0},
 		{"Job succeeded without a report", started(JobSucceeded, Outcome{}), etcdv1alpha2.SnapshotPhaseFailed, ReasonJobFailed, false, 0},
