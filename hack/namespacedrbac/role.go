@@ -51,6 +51,7 @@ var scope = map[string]bool{
 	"etcdsnapshots":                     true,
 	"etcdsnapshots/status":              true,
 	"etcdsnapshots/finalizers":          true,
+	"jobs":                              true, // snapshot Jobs
 	"etcdsnapshotschedules":             true,
 	"etcdsnapshotschedules/status":      true,
 	"etcdsnapshotschedules/finalizers":  true,
