@@ -245,6 +245,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.ClusterRef.Name}}}
 		})).
+		// A snapshot that completes updates status.lastSnapshot (docs/backup-restore.md).
+		Watches(&etcdv1alpha2.EtcdSnapshot{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			s, ok := o.(*etcdv1alpha2.EtcdSnapshot)
+			if !ok || s.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.ClusterRef.Name}}}
+		})).
 		WithOptions(controller.Options{
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](errorBackoffBase, errorBackoffMax),
 		}).

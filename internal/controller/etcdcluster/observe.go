@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/defrag"
 	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
@@ -53,6 +54,8 @@ type observation struct {
 	stranded membership.Stranded
 	// defrags names the cluster's Running EtcdDefrags (docs/defrag.md).
 	defrags []string
+	// lastSnapshot is status.lastSnapshot as the cluster's EtcdSnapshots update it.
+	lastSnapshot *etcdv1alpha2.LastSnapshot
 	// rolling is the memory of a roll this process started that has not converged.
 	rolling bool
 	// now is the pass's clock reading.
@@ -139,6 +142,11 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 		return nil, fmt.Errorf("listing EtcdDefrags: %w", err)
 	}
 	o.defrags = defrag.RunningOn(c.Name, runs.Items)
+	var snapshots etcdv1alpha2.EtcdSnapshotList
+	if err := r.client.List(ctx, &snapshots, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing EtcdSnapshots: %w", err)
+	}
+	o.lastSnapshot = backup.LastSnapshot(c.Status.LastSnapshot, c.Name, snapshots.Items)
 	r.observeEtcd(ctx, o)
 	r.observeHashes(ctx, o)
 	o.rolling = r.memory.rolling(o.key())

@@ -38,6 +38,7 @@ func renderStatus(o *observation, plan *membership.Plan, fx effects) renderedSta
 	if fx.authEnabled {
 		st.AuthEnabled = true
 	}
+	st.LastSnapshot = o.lastSnapshot
 	switch {
 	case fx.recovery != nil:
 		st.QuorumRecovery = fx.recovery
