@@ -61,12 +61,14 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl for the env
 	@go run ./hack/binaries envtest
 
 .PHONY: test
-test: ## Unit and integration tests against a real kube-apiserver and etcd of every supported minor (built on first use).
+test: ## Unit and integration tests against a real kube-apiserver, etcd of every supported minor and an S3 server (built on first use).
 	@assets="$$(go run ./hack/binaries envtest)"; \
 	etcd_dirs="$$(go run ./hack/binaries etcd | paste -sd: -)"; \
+	s3server_dir="$$(go run ./hack/binaries s3server)"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	echo "ETCD_BIN_DIRS=$$etcd_dirs"; \
-	KUBEBUILDER_ASSETS="$$assets" ETCD_BIN_DIRS="$$etcd_dirs" go test $(GO_TEST_FLAGS) ./...
+	echo "S3SERVER_BIN_DIR=$$s3server_dir"; \
+	KUBEBUILDER_ASSETS="$$assets" ETCD_BIN_DIRS="$$etcd_dirs" S3SERVER_BIN_DIR="$$s3server_dir" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-race
 test-race: GO_TEST_FLAGS += -race

@@ -13,9 +13,10 @@ step "tidy go.mod files"
 go mod tidy
 (cd hack/tools && go mod tidy)
 (cd hack/certmanager && go mod tidy)
+(cd hack/s3server && go mod tidy)
 
 step "compare with what is committed"
-if ! git diff --exit-code --stat -- . || [ -n "$(git status --porcelain --untracked-files=all -- api config go.mod go.sum hack/tools hack/certmanager)" ]; then
+if ! git diff --exit-code --stat -- . || [ -n "$(git status --porcelain --untracked-files=all -- api config go.mod go.sum hack/tools hack/certmanager hack/s3server)" ]; then
 	git status --short -- . >&2
 	echo "verify: generated files or go.mod are stale; run 'make generate manifests && go mod tidy' and commit the result" >&2
 	exit 1
@@ -23,6 +24,9 @@ fi
 
 step "lint"
 make --no-print-directory lint
-# hack/certmanager is its own module (it pins cert-manager), which ./... does not reach.
-(cd hack/certmanager && go tool -modfile=../tools/go.mod golangci-lint run --allow-parallel-runners --config ../../.golangci.yml ./...)
+# hack/certmanager and hack/s3server are modules of their own (they pin cert-manager and
+# SeaweedFS), which ./... does not reach.
+for mod in hack/certmanager hack/s3server; do
+	(cd "$mod" && go tool -modfile=../tools/go.mod golangci-lint run --allow-parallel-runners --config ../../.golangci.yml ./...)
+done
 echo "verify: ok" >&2

@@ -226,6 +226,12 @@ type S3SnapshotLocation struct {
 	// usually need.
 	// +optional
 	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
+
+	// caSecretRef names a Secret in the same namespace whose key ca.crt holds the CA
+	// certificates (PEM) that the endpoint's certificate is verified with, for a store whose
+	// certificate a private CA signed. Unset: the system's trusted roots.
+	// +optional
+	CASecretRef *corev1.LocalObjectReference `json:"caSecretRef,omitempty"`
 }
 
 // PVCSnapshotLocation is a location on a PersistentVolumeClaim.

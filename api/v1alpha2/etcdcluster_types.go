@@ -400,6 +400,11 @@ type EtcdClusterStatus struct {
 	// +optional
 	AuthEnabled bool `json:"authEnabled,omitempty"`
 
+	// lastSnapshot is the newest Complete EtcdSnapshot of this cluster the operator has seen;
+	// it stays when that EtcdSnapshot is deleted, until a newer one completes.
+	// +optional
+	LastSnapshot *LastSnapshot `json:"lastSnapshot,omitempty"`
+
 	// observed is the target latched from spec that the operator is converging to.
 	// +optional
 	Observed *ObservedClusterSpec `json:"observed,omitempty"`
@@ -476,6 +481,7 @@ type ReplacementBackoff struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Running",type=string,priority=1,JSONPath=`.status.runningVersion`
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
+// +kubebuilder:printcolumn:name="Last Snapshot",type=date,priority=1,JSONPath=`.status.lastSnapshot.completedAt`
 type EtcdCluster struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the object's metadata.

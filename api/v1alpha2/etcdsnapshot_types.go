@@ -114,3 +114,22 @@ type EtcdSnapshotList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []EtcdSnapshot `json:"items"`
 }
+
+// LastSnapshot is a cluster's newest stored snapshot.
+type LastSnapshot struct {
+	// name is the EtcdSnapshot.
+	// +required
+	Name string `json:"name"`
+
+	// completedAt is when it completed.
+	// +required
+	CompletedAt metav1.Time `json:"completedAt"`
+
+	// uri is where its file is.
+	// +optional
+	URI string `json:"uri,omitempty"`
+
+	// revision is the etcd revision it holds.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+}

@@ -22,6 +22,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&EtcdCluster{}, &EtcdClusterList{},
 		&EtcdMember{}, &EtcdMemberList{},
 		&EtcdSnapshot{}, &EtcdSnapshotList{},
+		&EtcdSnapshotSchedule{}, &EtcdSnapshotScheduleList{},
 		&EtcdDefrag{}, &EtcdDefragList{},
 		&EtcdDefragPolicy{}, &EtcdDefragPolicyList{},
 	)

@@ -115,6 +115,15 @@ const (
 	// MsgSnapshotClusterRefName rejects an EtcdSnapshot that names no cluster.
 	MsgSnapshotClusterRefName = "spec.clusterRef.name must name an EtcdCluster in the snapshot's namespace"
 
+	// MsgScheduleClusterRefName rejects an EtcdSnapshotSchedule that names no cluster.
+	MsgScheduleClusterRefName = "spec.clusterRef.name must name an EtcdCluster in the schedule's namespace"
+	// MsgScheduleCron rejects a snapshot schedule that is not five cron fields or a shorthand.
+	MsgScheduleCron = "spec.schedule must be five cron fields (minute hour day-of-month month day-of-week) or a shorthand such as @daily, for example 0 2 * * *; name the time zone in spec.timeZone, not with CRON_TZ"
+	// MsgScheduleTimeZone rejects a time zone that cannot be an IANA name.
+	MsgScheduleTimeZone = "spec.timeZone must be an IANA time zone name such as UTC or Europe/Berlin"
+	// MsgRetentionEmpty rejects a retention that keeps nothing explicitly.
+	MsgRetentionEmpty = "spec.retention must set at least one of keepLast, keepDaily or keepWeekly; remove retention to keep every file"
+
 	// MsgDefragClusterRefName rejects an EtcdDefrag that names no cluster.
 	MsgDefragClusterRefName = "spec.clusterRef.name must name an EtcdCluster in the defrag's namespace"
 	// MsgDefragSpecImmutable rejects a change of an EtcdDefrag's cluster or rule.

@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
 
-const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|all>`
+const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|s3server|all>`
 
 // run dispatches one subcommand, printing the folders it yields on stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -36,6 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var steps []func(context.Context) (string, error)
 	certManager := func(ctx context.Context) (string, error) { return b.CertManager(ctx, root) }
+	s3Server := func(ctx context.Context) (string, error) { return b.S3Server(ctx, root) }
 	sub, rest := args[0], args[1:]
 	if sub != "etcd" && len(rest) > 0 {
 		return fmt.Errorf("%s takes no arguments\n%s", sub, usage)
@@ -61,10 +62,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		steps = append(steps, certManager)
 	case "certmanager-crds":
 		steps = append(steps, func(ctx context.Context) (string, error) { return b.CertManagerCRDs(ctx, root) })
+	case "s3server":
+		steps = append(steps, s3Server)
 	case "all":
 		steps = append(steps, b.Kubernetes)
 		etcd(nil)
-		steps = append(steps, b.CoreDNS, certManager)
+		steps = append(steps, b.CoreDNS, certManager, s3Server)
 	default:
 		return fmt.Errorf("unknown subcommand %q\n%s", sub, usage)
 	}

@@ -2,17 +2,11 @@ package etcdaccess
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,25 +16,19 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 )
 
-func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
+// selfSigned is a client certificate and its key, and the CA that signed it, which the tests
+// use as the server Secret's ca.crt.
+func selfSigned(t *testing.T) (caPEM, certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA("x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "x"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	leaf, err := ca.Issue(testpki.Leaf{CommonName: "root", Usages: testpki.ClientOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return ca.CertPEM, leaf.CertPEM, leaf.KeyPEM
 }
 
 func mtlsCluster() *etcdv1alpha2.EtcdCluster {
@@ -72,10 +60,10 @@ func reader(objs ...*corev1.Secret) *fake.ClientBuilder {
 
 func TestConfigBuildsMutualTLSAndCredentials(t *testing.T) {
 	t.Parallel()
-	crt, key := selfSigned(t)
+	ca, crt, key := selfSigned(t)
 	c := mtlsCluster()
 	c.Status.AuthEnabled = true
-	r := reader(secret("server", map[string][]byte{CAKey: crt}), secret("client", map[string][]byte{CertKey: crt, KeyKey: key}),
+	r := reader(secret("server", map[string][]byte{CAKey: ca}), secret("client", map[string][]byte{CertKey: crt, KeyKey: key}),
 		secret("root", map[string][]byte{PasswordKey: []byte("s3cret")})).Build()
 	cfg, err := Config(context.Background(), r, c, []string{"https://10.0.0.1:2379"}, "etcd-a.etcd.ns.svc")
 	if err != nil {
@@ -95,7 +83,7 @@ func TestConfigBuildsMutualTLSAndCredentials(t *testing.T) {
 
 func TestConfigNamesTheSecretKeyAndFix(t *testing.T) {
 	t.Parallel()
-	crt, key := selfSigned(t)
+	ca, crt, key := selfSigned(t)
 	c := mtlsCluster()
 	c.Status.AuthEnabled = true
 	for name, tc := range map[string]struct {
@@ -106,9 +94,9 @@ func TestConfigNamesTheSecretKeyAndFix(t *testing.T) {
 		"no server Secret": {nil, ErrSecretMissing, "Secret server does not exist"},
 		"no CA": {[]*corev1.Secret{secret("server", map[string][]byte{CertKey: crt})}, ErrMaterial,
 			"Secret server key ca.crt holds no PEM certificate"},
-		"client without a key": {[]*corev1.Secret{secret("server", map[string][]byte{CAKey: crt}), secret("client", map[string][]byte{CertKey: crt})},
+		"client without a key": {[]*corev1.Secret{secret("server", map[string][]byte{CAKey: ca}), secret("client", map[string][]byte{CertKey: crt})},
 			ErrMaterial, "Secret client key tls.crt, tls.key do not form"},
-		"empty password": {[]*corev1.Secret{secret("server", map[string][]byte{CAKey: crt}), secret("client", map[string][]byte{CertKey: crt, KeyKey: key}),
+		"empty password": {[]*corev1.Secret{secret("server", map[string][]byte{CAKey: ca}), secret("client", map[string][]byte{CertKey: crt, KeyKey: key}),
 			secret("root", map[string][]byte{"username": []byte("root")})}, ErrMaterial, "Secret root key password is missing or empty"},
 	} {
 		_, err := Config(context.Background(), reader(tc.secrets...).Build(), c, nil, "x")

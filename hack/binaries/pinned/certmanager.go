@@ -83,17 +83,25 @@ func (b *Builder) CertManager(ctx context.Context, repoRoot string) (string, err
 	if err != nil {
 		return "", err
 	}
-	src := filepath.Join(repoRoot, CertManagerSource)
+	return b.ensureInPlace(ctx, filepath.Join(repoRoot, CertManagerSource), "cert-manager-v"+version,
+		CertManagerBinary, certManagerPackage, "")
+}
+
+// ensureInPlace builds (or reuses) binary, the main package pkg of the module of this repository
+// in src, into the cache folder name, and returns that folder. A digest of the module's files is
+// part of the recipe, so a change to the main or to its pin rebuilds.
+func (b *Builder) ensureInPlace(ctx context.Context, src, name, binary, pkg, ldflags string) (string, error) {
 	digest, err := sourceDigest(src)
 	if err != nil {
 		return "", err
 	}
 	set := binarySet{
-		name:     "cert-manager-v" + version,
-		packages: map[string]string{CertManagerBinary: certManagerPackage},
+		name:     name,
+		packages: map[string]string{binary: pkg},
+		ldflags:  ldflags,
 		srcDir:   src, srcDigest: digest,
 	}
-	return b.ensure(ctx, set, []string{CertManagerBinary})
+	return b.ensure(ctx, set, []string{binary})
 }
 
 // CertManagerCRDs returns the folder of cert-manager's CRDs (deploy/crds, plain YAML) in the

@@ -1,7 +1,8 @@
 // Package pinned builds the third-party binaries this project runs in tests (Kubernetes
-// components, etcd, CoreDNS, cert-manager's controllers) from the Go module proxy at the
-// versions pinned in hack/versions.env (cert-manager: in hack/certmanager/go.mod), and caches
-// them by version outside the work tree.
+// components, etcd, CoreDNS, cert-manager's controllers, the SeaweedFS S3 server) from the Go
+// module proxy at the versions pinned in hack/versions.env (cert-manager: in
+// hack/certmanager/go.mod; SeaweedFS: in hack/s3server/go.mod), and caches them by version
+// outside the work tree.
 //
 // The machine has no release downloads and no registry, so every binary is compiled from its
 // module. Each build happens in a generated "tools module" under the cache: a go.mod that
@@ -9,6 +10,8 @@
 // main packages even when they carry replace directives that `go install pkg@version` refuses.
 // cert-manager is the exception: the module of its command is not served, so its controllers
 // are assembled by a main of this repository (hack/certmanager, its own module), built in place.
+// The S3 server is built the same way (hack/s3server), as a main with test defaults around
+// SeaweedFS's `weed server` command.
 //
 // A binary counts as cached only when a stamp written after its successful build matches the
 // recipe (version, Go toolchain, flags) that would build it now, so an interrupted build or a

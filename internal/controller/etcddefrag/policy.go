@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/cronslot"
 	"github.com/etcd-operator/etcd-operator/internal/defrag"
 	"github.com/etcd-operator/etcd-operator/internal/step"
 )
@@ -73,7 +74,7 @@ func SetupPolicyWithManager(mgr ctrl.Manager) error {
 //  1. Fetch the policy; NotFound → done (its runs go with it: they are owned).
 //  2. List its runs (by label, controlled by it); parse the schedule (Ready=False/
 //     InvalidSchedule when it does not parse).
-//  3. Plan the slot (internal/defrag.PlanPolicy) and create its run under its deterministic
+//  3. Plan the slot (internal/cronslot.Plan) and create its run under its deterministic
 //     name; AlreadyExists is success.
 //  4. Delete final runs beyond historyLimit.
 //  5. Patch status once if it changed; requeue at the next slot.
@@ -92,7 +93,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	var result ctrl.Result
-	sched, perr := defrag.ParseSchedule(p.Spec.Schedule)
+	sched, perr := cronslot.Parse(p.Spec.Schedule, "")
 	if perr != nil {
 		setPolicyReady(status, p, metav1.ConditionFalse, defrag.ReasonInvalidSchedule, perr.Error()+"; fix spec.schedule")
 	} else {
@@ -109,13 +110,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			err = fmt.Errorf("patching EtcdDefragPolicy status: %w", perr)
 		}
 	}
-	switch {
-	case err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)):
-		return ctrl.Result{RequeueAfter: step.ConflictRetry}, nil
-	case err != nil:
-		return ctrl.Result{}, err
-	}
-	return result, nil
+	return step.Finish(step.Requeue(result.RequeueAfter, "next slot"), err)
 }
 
 // schedule creates the due slot's run, if any, and sets the Ready condition.
@@ -131,7 +126,7 @@ func (r *PolicyReconciler) schedule(ctx context.Context, p *etcdv1alpha2.EtcdDef
 			active++
 		}
 	}
-	d := defrag.PlanPolicy(defrag.PolicyInput{Schedule: sched, Since: since, Now: now, Suspend: p.Spec.Suspend != nil && *p.Spec.Suspend,
+	d := cronslot.Plan(cronslot.Input{Schedule: sched, Since: since, Now: now, Suspend: p.Spec.Suspend != nil && *p.Spec.Suspend,
 		Concurrency: p.Spec.ConcurrencyPolicy, StartingDeadline: p.Spec.StartingDeadlineSeconds, Active: active})
 	result := ctrl.Result{RequeueAfter: d.NextSlot.Sub(now) + slotMargin}
 	switch {
@@ -160,7 +155,7 @@ func (r *PolicyReconciler) schedule(ctx context.Context, p *etcdv1alpha2.EtcdDef
 // create creates the run of slot; nil when it existed already.
 func (r *PolicyReconciler) create(ctx context.Context, p *etcdv1alpha2.EtcdDefragPolicy, slot time.Time) (*etcdv1alpha2.EtcdDefrag, error) {
 	run := &etcdv1alpha2.EtcdDefrag{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: defrag.RunName(p.Name, slot),
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: cronslot.Name(p.Name, slot),
 			Labels: map[string]string{etcdv1alpha2.LabelDefragPolicy: p.Name, etcdv1alpha2.LabelCluster: p.Spec.ClusterRef.Name}},
 		Spec: etcdv1alpha2.EtcdDefragSpec{ClusterRef: p.Spec.ClusterRef, Rule: p.Spec.Rule.DeepCopy(), TTLSecondsAfterFinished: p.Spec.TTLSecondsAfterFinished},
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/pki"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
+	"github.com/etcd-operator/etcd-operator/test/utils/traffic"
 )
 
 // followInterval is how often a followingClient reads the cluster's Secrets: an application
@@ -221,4 +222,18 @@ func firstCert(f *framework.Test, certPEM []byte) *x509.Certificate {
 		f.T.Fatalf("parsing a certificate: %v", err)
 	}
 	return certs[0]
+}
+
+// requireNoFailedRequests records the longest write gap and the failed requests of res as
+// <prefix>-write-gap-max and <prefix>-failed-requests, fails the test on any failed request (a
+// rotation promises none), and checks the history (VerifyTraffic).
+func requireNoFailedRequests(f *framework.Test, res *traffic.Result, prefix, during string) {
+	f.T.Helper()
+	f.Record(prefix+"-write-gap-max", res.WriteGap.Length, "longest interval without an acknowledged write during "+during+" (target ≤ 2 s)")
+	failed := res.Counts.UnknownPuts + res.FailedGets
+	f.RecordCount(prefix+"-failed-requests", int64(failed), "puts with an unknown outcome and failed gets during "+during)
+	if failed != 0 {
+		f.T.Errorf("%d puts failed and %d gets failed during %s, want none", res.Counts.UnknownPuts, res.FailedGets, during)
+	}
+	f.VerifyTraffic(res, 100, "writes during "+during)
 }

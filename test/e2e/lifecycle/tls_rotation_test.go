@@ -81,12 +81,7 @@ func TestCARotationUnderTraffic(t *testing.T) {
 	waitAcked(f, gen, gen.Stats().AckedPuts+50)
 	stopFollowing()
 	res := stop()
-	f.Record("ca-rotation-write-gap-max", res.WriteGap.Length, "longest interval without an acknowledged write during the rotation (target ≤ 2 s)")
-	f.RecordCount("ca-rotation-failed-requests", int64(res.Counts.UnknownPuts+res.FailedGets), "puts with an unknown outcome and failed gets during the rotation")
-	if res.Counts.UnknownPuts+res.FailedGets != 0 {
-		t.Errorf("%d puts failed and %d gets failed during the rotation, want none", res.Counts.UnknownPuts, res.FailedGets)
-	}
-	f.VerifyTraffic(res, 100, "writes over mTLS during a rotation of both CAs")
+	requireNoFailedRequests(f, res, "ca-rotation", "a rotation of both CAs over mTLS")
 }
 
 // rotationPKI is the new generation of a byoPKI: new CAs and the leaves they sign.

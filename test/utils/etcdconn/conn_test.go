@@ -1,19 +1,15 @@
 package etcdconn
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -78,10 +74,13 @@ func TestPodEndpoints(t *testing.T) {
 // certificate against the member's DNS name, and present a client certificate, with no lookup.
 func TestTLSConfigVerifiesByServerNameOverIP(t *testing.T) {
 	t.Parallel()
-	ca := newCA(t)
+	ca, err := testpki.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
 	const name = "etcd-0.etcd.ns.svc"
-	serverCert := ca.issue(t, name, x509.ExtKeyUsageServerAuth)
-	clientCert := ca.issue(t, "root", x509.ExtKeyUsageClientAuth)
+	serverCert, _ := mustIssue(t, ca, testpki.Leaf{CommonName: name, DNSNames: []string{name}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	_, clientCert := mustIssue(t, ca, testpki.Leaf{CommonName: "root", Usages: testpki.ClientOnly})
 
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.TLS.PeerCertificates) == 0 || r.TLS.PeerCertificates[0].Subject.CommonName != "root" {
@@ -91,9 +90,9 @@ func TestTLSConfigVerifiesByServerNameOverIP(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	clientPool := x509.NewCertPool()
-	clientPool.AddCert(ca.cert)
+	clientPool.AppendCertsFromPEM(ca.CertPEM)
 	srv.TLS = &tls.Config{
-		Certificates: []tls.Certificate{serverCert.pair(t)},
+		Certificates: []tls.Certificate{serverCert},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    clientPool,
 		MinVersion:   tls.VersionTLS12,
@@ -102,9 +101,9 @@ func TestTLSConfigVerifiesByServerNameOverIP(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	secret := &corev1.Secret{Data: map[string][]byte{
-		"ca.crt":                ca.certPEM,
-		corev1.TLSCertKey:       clientCert.certPEM,
-		corev1.TLSPrivateKeyKey: clientCert.keyPEM,
+		"ca.crt":                ca.CertPEM,
+		corev1.TLSCertKey:       clientCert.CertPEM,
+		corev1.TLSPrivateKeyKey: clientCert.KeyPEM,
 	}}
 	get := func(cfg *tls.Config) (int, error) {
 		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
@@ -136,74 +135,16 @@ func TestTLSConfigVerifiesByServerNameOverIP(t *testing.T) {
 	}
 }
 
-type keyPair struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-	keyPEM  []byte
-}
-
-func (k keyPair) pair(t *testing.T) tls.Certificate {
+// mustIssue issues l from ca and returns it as a TLS certificate and as its PEM pair.
+func mustIssue(t *testing.T, ca *testpki.CA, l testpki.Leaf) (tls.Certificate, testpki.Pair) {
 	t.Helper()
-	p, err := tls.X509KeyPair(k.certPEM, k.keyPEM)
+	p, err := ca.Issue(l)
 	if err != nil {
-		t.Fatalf("key pair: %v", err)
+		t.Fatal(err)
 	}
-	return p
-}
-
-func newCA(t *testing.T) keyPair {
-	t.Helper()
-	return makeCert(t, &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "test-ca"},
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}, nil)
-}
-
-func (k keyPair) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) keyPair {
-	t.Helper()
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{usage},
-	}
-	if usage == x509.ExtKeyUsageServerAuth {
-		tmpl.DNSNames = []string{cn}
-	}
-	return makeCert(t, tmpl, &k)
-}
-
-func makeCert(t *testing.T, tmpl *x509.Certificate, parent *keyPair) keyPair {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
 	if err != nil {
-		t.Fatalf("generating key: %v", err)
+		t.Fatal(err)
 	}
-	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano())
-	tmpl.NotBefore = time.Now().Add(-time.Minute)
-	tmpl.NotAfter = time.Now().Add(time.Hour)
-	parentCert, signer := tmpl, key
-	if parent != nil {
-		parentCert, signer = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parentCert, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatalf("creating certificate: %v", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatalf("parsing certificate: %v", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatalf("marshalling key: %v", err)
-	}
-	return keyPair{
-		cert:    cert,
-		key:     key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}
+	return c, p
 }
