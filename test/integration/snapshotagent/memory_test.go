@@ -22,6 +22,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
+	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
 )
 
 const (
@@ -166,14 +167,16 @@ func writeLarge(ctx context.Context, t *testing.T, cli *clientv3.Client, size in
 }
 
 // TestAgentMemoryStaysSmall runs the real binary (`etcd-operator snapshot-agent`) on databases
-// of two sizes and reports its peak memory next to `etcdctl snapshot save` of the same
-// database. Memory is measured, not held to the issue's 64 MiB target here (machines differ),
-// but the agent's anonymous memory must not grow with the database, and a peak of half the
-// database or more means it holds the snapshot: either fails the test.
-func TestAgentMemoryStaysSmall(t *testing.T) {
+// of two sizes to a PVC folder, and of the larger size to S3, and reports its peak memory next
+// to `etcdctl snapshot save` of the same database. Memory is measured, not held to the issue's
+// 64 MiB target here (machines differ), but the agent's anonymous memory must not grow with the
+// database, a peak of half the database or more means it holds the snapshot, and more than
+// dropBehindWindow of the artifact left in the page cache means the PVC writer lets the cache
+// grow: each fails the test. The runs are sequential so that they do not disturb each other.
+func TestAgentMemoryStaysSmall(t *testing.T) { //nolint:tparallel // the measured runs must not overlap each other
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("writes 320 MiB into etcd")
+		t.Skip("writes 576 MiB into etcd")
 	}
 	bin, err := buildOnce()
 	if err != nil {
@@ -181,37 +184,56 @@ func TestAgentMemoryStaysSmall(t *testing.T) {
 	}
 	var small processFigures
 	for _, size := range []int{64 << 20, 256 << 20} {
-		got, res := measureSnapshot(t, bin, size)
-		if res.SizeBytes > 128<<20 && got.maxRSS >= res.SizeBytes/2 {
-			t.Errorf("peak RSS %.1f MiB for a %.0f MiB snapshot: the agent holds the snapshot in memory", mib(got.maxRSS), mib(res.SizeBytes))
-		}
-		if small.maxAnon > 0 && got.maxAnon > small.maxAnon+16<<20 {
-			t.Errorf("anonymous memory grew from %.1f MiB to %.1f MiB with the database", mib(small.maxAnon), mib(got.maxAnon))
-		}
-		small = got
+		t.Run(fmt.Sprintf("pvc %d MiB", size>>20), func(t *testing.T) {
+			got, res := measureSnapshot(t, bin, size, false)
+			checkMemory(t, got, res)
+			if small.maxAnon > 0 && got.maxAnon > small.maxAnon+16<<20 {
+				t.Errorf("anonymous memory grew from %.1f MiB to %.1f MiB with the database", mib(small.maxAnon), mib(got.maxAnon))
+			}
+			small = got
+		})
+	}
+	t.Run("s3 256 MiB", func(t *testing.T) {
+		got, res := measureSnapshot(t, bin, 256<<20, true)
+		checkMemory(t, got, res)
+	})
+}
+
+func checkMemory(t *testing.T, got processFigures, res snapshot.Result) {
+	t.Helper()
+	if res.SizeBytes > 128<<20 && got.maxRSS >= res.SizeBytes/2 {
+		t.Errorf("peak RSS %.1f MiB for a %.0f MiB snapshot: the agent holds the snapshot in memory", mib(got.maxRSS), mib(res.SizeBytes))
 	}
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
-// measureSnapshot snapshots a fresh cluster holding about size bytes with the agent binary
-// and with etcdctl, and logs both.
-func measureSnapshot(t *testing.T, bin string, size int) (processFigures, snapshot.Result) {
+// measureSnapshot snapshots a fresh cluster holding about size bytes with the agent binary, to
+// a PVC folder or to a real S3 server, and with etcdctl to a local file, and logs both.
+func measureSnapshot(t *testing.T, bin string, size int, toS3 bool) (processFigures, snapshot.Result) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*testTimeout)
 	defer cancel()
+	var srv *s3server.Server
+	if toS3 {
+		srv = s3server.StartForTest(t, s3server.Options{})
+	}
 	c := startCluster(ctx, t, "3.6", etcdproc.Options{})
 	writeLarge(ctx, t, client(t, c, "", ""), size)
 
 	env := pvcEnv(c, t.TempDir(), "large", "uid-large")
+	// The artifact is written as a hidden temporary file, renamed once complete.
+	cacheGlob := filepath.Join(filepath.Dir(artifactPath(env, "large")), ".large.db.*.tmp")
+	if toS3 {
+		env, cacheGlob = s3Env(c, srv, srv.CreateBucketForTest(t), "large", "uid-large"), ""
+	}
 	env[snapshot.EnvTerminationMessagePath] = filepath.Join(t.TempDir(), "termination-log")
 	agent := exec.CommandContext(ctx, bin, "snapshot-agent")
 	agent.Env = []string{"GODEBUG=gctrace=1"}
 	for k, v := range env {
 		agent.Env = append(agent.Env, k+"="+v)
 	}
-	// The artifact is written as a hidden temporary file, renamed once complete.
-	got := runMeasured(t, agent, filepath.Join(filepath.Dir(artifactPath(env, "large")), ".large.db.*.tmp"))
+	got := runMeasured(t, agent, cacheGlob)
 	data, err := os.ReadFile(env[snapshot.EnvTerminationMessagePath])
 	if err != nil {
 		t.Fatal(err)
@@ -220,23 +242,23 @@ func measureSnapshot(t *testing.T, bin string, size int) (processFigures, snapsh
 	if err != nil || res.Failed() {
 		t.Fatalf("agent result %s: %v\n%s", data, err, got.stderrTail)
 	}
-	cached := residentBytes(t, artifactPath(env, "large"))
-	checkArtifact(t, artifactPath(env, "large"), res)
+	if !toS3 {
+		if cached := residentBytes(t, artifactPath(env, "large")); cached > dropBehindWindow {
+			t.Errorf("%.1f MiB of the artifact stayed in the page cache, which Linux charges to the Job's memory", mib(cached))
+		}
+		checkArtifact(t, artifactPath(env, "large"), res)
+	}
 
 	etcdctl := exec.CommandContext(ctx, filepath.Join(binDir(t, "3.6"), "etcdctl"), "--endpoints", c.Members[0].ClientURL,
 		"snapshot", "save", filepath.Join(t.TempDir(), "etcdctl.db"))
 	ref := runMeasured(t, etcdctl, "")
 
 	rate := func(d time.Duration) float64 { return mib(res.SizeBytes) / d.Seconds() }
-	t.Logf("snapshot of %.0f MiB: agent %.2fs (%.0f MiB/s) with peak RSS %.1f MiB, of which anonymous %.1f MiB "+
-		"(heap %.0f MiB; the rest is the binary's own pages); at most %.1f MiB of the artifact in the page cache while "+
-		"written, %.1f MiB after; "+
-		"etcdctl snapshot save %.2fs (%.0f MiB/s), peak RSS %.1f MiB",
-		mib(res.SizeBytes), got.elapsed.Seconds(), rate(got.elapsed), mib(got.maxRSS), mib(got.maxAnon), mib(got.peakHeap),
-		mib(got.maxCached), mib(cached), ref.elapsed.Seconds(), rate(ref.elapsed), mib(ref.maxRSS))
-	if cached > dropBehindWindow {
-		t.Errorf("%.1f MiB of the artifact stayed in the page cache, which Linux charges to the Job's memory", mib(cached))
-	}
+	t.Logf("snapshot of %.0f MiB to %s: agent %.2fs (%.0f MiB/s) with peak RSS %.1f MiB, of which anonymous %.1f MiB "+
+		"(heap %.0f MiB; the rest is the binary's own pages), at most %.1f MiB of the artifact in the page cache; "+
+		"etcdctl snapshot save to a local file %.2fs (%.0f MiB/s), peak RSS %.1f MiB",
+		mib(res.SizeBytes), res.URI[:strings.Index(res.URI, ":")], got.elapsed.Seconds(), rate(got.elapsed), mib(got.maxRSS),
+		mib(got.maxAnon), mib(got.peakHeap), mib(got.maxCached), ref.elapsed.Seconds(), rate(ref.elapsed), mib(ref.maxRSS))
 	return got, res
 }
 
