@@ -144,13 +144,15 @@ func scan(stream []byte, chunks ...int) int64 {
 	return s.Revision()
 }
 
-func TestRevisionScanner(t *testing.T) {
-	t.Parallel()
+type revisionCase struct {
+	build func() []byte
+	want  int64
+}
+
+// revisionCases are bbolt layouts the scanner must read, and the revision each holds.
+func revisionCases() map[string]revisionCase {
 	le := binary.LittleEndian
-	cases := map[string]struct {
-		build func() []byte
-		want  int64
-	}{
+	return map[string]revisionCase{
 		"key bucket of one leaf": {func() []byte {
 			b := newDB(le, 2)
 			b.rootPage(3, nil)
@@ -234,7 +236,11 @@ func TestRevisionScanner(t *testing.T) {
 			return b.pages
 		}, 130},
 	}
-	for name, c := range cases {
+}
+
+func TestRevisionScanner(t *testing.T) {
+	t.Parallel()
+	for name, c := range revisionCases() {
 		stream := append(c.build(), bytes.Repeat([]byte{0xEE}, 32)...) // etcd's trailing hash
 		for _, chunks := range [][]int{{len(stream)}, {1}, {32 * 1024}, {7, 4096, 13}, {testPageSize}} {
 			if got := scan(stream, chunks...); got != c.want {

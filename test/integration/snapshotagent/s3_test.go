@@ -128,7 +128,13 @@ func TestSnapshotToS3(t *testing.T) {
 	if checkS3Artifact(ctx, t, srv, bucket, "nightly", retried) != kept {
 		t.Error("the refused snapshot changed the object")
 	}
+	checkS3Failures(ctx, t, c, srv, bucket)
+}
 
+// checkS3Failures runs the agent against bucket with each thing a person must fix broken in
+// turn, and checks the reason, that no secret is shown and that no object is stored.
+func checkS3Failures(ctx context.Context, t *testing.T, c *etcdproc.Cluster, srv *s3server.Server, bucket string) {
+	t.Helper()
 	failures := map[string]struct {
 		edit func(env map[string]string)
 		want snapshot.Reason
