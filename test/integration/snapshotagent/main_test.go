@@ -40,7 +40,11 @@ func TestMain(m *testing.M) {
 			"printed by `go run ./hack/binaries etcd`, colon-separated")
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
 }
 
 // binDir is the folder holding etcd, etcdctl and etcdutl of minor.

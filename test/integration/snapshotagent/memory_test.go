@@ -30,12 +30,16 @@ const (
 	buildTimeout = 5 * time.Minute
 )
 
+// builtDir holds the operator binary once buildOnce ran; TestMain removes it.
+var builtDir string
+
 // buildOnce builds the operator binary at most once per test binary.
 var buildOnce = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "snapshotagent-bin-")
 	if err != nil {
 		return "", err
 	}
+	builtDir = dir
 	path := filepath.Join(dir, "etcd-operator")
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
