@@ -40,13 +40,13 @@ const (
 type JobState int
 
 const (
-	// JobAbsent: no Job, confirmed by a read past the cache.
+	// JobAbsent means no Job, confirmed by a read past the cache.
 	JobAbsent JobState = iota
-	// JobActive: the Job exists and has not finished.
+	// JobActive means the Job exists and has not finished.
 	JobActive
-	// JobSucceeded: the Job completed.
+	// JobSucceeded means the Job completed.
 	JobSucceeded
-	// JobFailed: the Job failed (backoff limit or deadline).
+	// JobFailed means the Job failed (backoff limit or deadline).
 	JobFailed
 )
 

@@ -105,6 +105,12 @@ type Config struct {
 	TLSDigest string
 	// Username and Password authenticate when etcd auth is on.
 	Username, Password string
+	// StreamWindow, when set, fixes gRPC's flow-control windows (per stream and per
+	// connection) at this many bytes, 64 KiB at least. By default they grow with the measured
+	// bandwidth-delay product up to 16 MiB, which a client consuming a stream more slowly than
+	// etcd sends it (the snapshot agent uploading to S3) then holds in memory. The Pool's key
+	// leaves it out: the controllers never set it.
+	StreamWindow int32
 }
 
 // Conn is a Client over go.etcd.io/etcd/client/v3. Cluster-wide calls go through one
@@ -144,6 +150,16 @@ func New(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Password != "" {
 		secrets = append(secrets, cfg.Password)
 	}
+	// gRPC's default reconnect back-off grows to 2 minutes: a member that refused
+	// connections while it started would stay unreachable to the operator long after it
+	// serves. Members restart and join often; reconnecting within a second is cheap.
+	dialOptions := []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		MinConnectTimeout: DialTimeout,
+	})}
+	if cfg.StreamWindow > 0 {
+		dialOptions = append(dialOptions, grpc.WithInitialWindowSize(cfg.StreamWindow), grpc.WithInitialConnWindowSize(cfg.StreamWindow))
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   append([]string(nil), cfg.Endpoints...),
 		TLS:         cfg.TLS,
@@ -159,14 +175,8 @@ func New(ctx context.Context, cfg Config) (*Conn, error) {
 		// dialled it. AutoSyncInterval stays 0 so the endpoints remain the ones given.
 		Context: context.WithoutCancel(ctx),
 		// The client's own logs would duplicate the errors returned to the caller.
-		Logger: zap.NewNop(),
-		// gRPC's default reconnect back-off grows to 2 minutes: a member that refused
-		// connections while it started would stay unreachable to the operator long after it
-		// serves. Members restart and join often; reconnecting within a second is cheap.
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: DialTimeout,
-		})},
+		Logger:      zap.NewNop(),
+		DialOptions: dialOptions,
 	})
 	if err != nil {
 		return nil, classify("dial", err, secrets)

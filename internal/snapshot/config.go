@@ -176,7 +176,7 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if cfg.SnapshotName != "" {
 		if err := ValidateSnapshotName(cfg.SnapshotName); err != nil {
-			p.fail(EnvSnapshotName, "must be one path element (no slash, not . or ..)")
+			p.fail(EnvSnapshotName, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.')")
 		}
 	}
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {

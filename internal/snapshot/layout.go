@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -43,12 +44,16 @@ func ArtifactFileName(snapshotName string) string {
 	return snapshotName + ArtifactSuffix
 }
 
-// ValidateSnapshotName refuses names that would not stay one file inside its folder. Kubernetes
-// object names cannot hold a slash, but the agent takes the name from its environment, so it
-// checks again rather than trust its caller.
+// snapshotNamePattern is a Kubernetes object name (a DNS-1123 subdomain), which EtcdSnapshot
+// names are.
+var snapshotNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// ValidateSnapshotName refuses a name that is not a Kubernetes object name. The agent takes the
+// name from its environment and builds file names and patterns from it, so it checks rather
+// than trust its caller: such a name is one path element and holds no glob metacharacter.
 func ValidateSnapshotName(name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
-		return fmt.Errorf("%w: snapshot name %q must be one path element", ErrInvalidName, name)
+	if len(name) > 253 || !snapshotNamePattern.MatchString(name) {
+		return fmt.Errorf("%w: snapshot name %q is not a Kubernetes object name", ErrInvalidName, truncate(name, 300))
 	}
 	return nil
 }

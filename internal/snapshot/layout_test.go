@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -48,10 +49,12 @@ func TestCleanSubPath(t *testing.T) {
 
 func TestValidateSnapshotName(t *testing.T) {
 	t.Parallel()
-	if err := ValidateSnapshotName("nightly-2026-12-02"); err != nil {
-		t.Errorf("valid name refused: %v", err)
+	for _, good := range []string{"nightly-2026-12-02", "s", "backup.v1", strings.Repeat("a", 253)} {
+		if err := ValidateSnapshotName(good); err != nil {
+			t.Errorf("valid name refused: %v", err)
+		}
 	}
-	for _, bad := range []string{"", ".", "..", "a/b", `a\b`} {
+	for _, bad := range []string{"", ".", "..", "a/b", `a\b`, "a*", "a[1]", "Upper", "-a", strings.Repeat("a", 254)} {
 		if err := ValidateSnapshotName(bad); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("ValidateSnapshotName(%q) = %v, want ErrInvalidName", bad, err)
 		}

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"container/heap"
 	"encoding/binary"
 	"math"
 )
@@ -12,262 +13,137 @@ import (
 // revision read just before and just after the stream opened only brackets it while writes go
 // on; reading it from the data makes it exact without holding the snapshot anywhere.
 //
-// A snapshot is a bbolt file (https://github.com/etcd-io/bbolt, "Caveats & Limitations" and
-// its page layout in internal/common), streamed in page order: two meta pages, then every page
-// up to the high-water mark, free ones included. Within a leaf page keys are sorted, so the
-// last element of every leaf page is that page's maximum; the key bucket's maximum is the
-// greatest such last key shaped like a revision (8-byte big-endian main revision, '_', 8-byte
-// sub revision, and 't' for a tombstone). Free pages hold only data of earlier transactions,
-// whose revisions are lower. Buckets small enough to be stored inline in the root page (the
-// key bucket of a nearly empty cluster) are read from the root page itself.
+// A snapshot is a bbolt file (https://github.com/etcd-io/bbolt; page layout in its
+// internal/common package) copied page by page from a read transaction: two meta pages, then
+// every page up to the high-water mark, free ones included. The pages reachable from that
+// transaction cannot change during the copy, but free pages can: writes committed while the
+// copy runs reuse them, so they may hold revisions newer than the snapshot's. The scanner
+// therefore follows the key bucket's tree: the meta page names the root bucket's page, which
+// names the key bucket's root, and the rightmost child of each branch page leads to the leaf
+// holding the greatest key, which is its last element (keys are sorted within a page).
 //
-// The scanner holds a few small buffers whatever the snapshot's size. Whatever it reads is a
-// claim about untrusted bytes, so the agent keeps its answer within the revisions the member
-// reported around the stream's start.
+// Pages arrive in page-number order, not tree order, so the scanner remembers the last child
+// of every branch page (branch pages are about one page in a hundred) and the highest
+// revision-shaped last keys of leaf pages, up to maxCandidates of them, and resolves the path
+// at the end. Only when more than maxCandidates leaves newer than the snapshot were written
+// during the copy is the rightmost leaf no longer among them; Revision then reports 0, and the
+// agent falls back to the revision the member reported before the stream opened. A key bucket
+// small enough to be stored inline in the root bucket's page is read from that page.
 type RevisionScanner struct {
-	offset   int64
-	order    binary.ByteOrder
-	pageSize int64
-	rootPage uint64
-	maxRev   int64
-	meta     []byte
-	captures []*capture
-	// notBbolt is set when the stream does not start with a bbolt meta page.
-	notBbolt bool
+	stream pageStream
+
+	// keyRoot is the key bucket's root page, 0 until the root bucket's page was read.
+	keyRoot uint64
+	// inlineRev is the key bucket's greatest revision when the bucket is inline.
+	inlineRev int64
+	inline    bool
+	// lastChild maps a branch page to its last (rightmost) child.
+	lastChild map[uint64]uint64
+	// candidates are the leaf pages with the highest revision-shaped last keys.
+	candidates candidateHeap
 }
 
-// bbolt's on-disk constants (go.etcd.io/bbolt, internal/common/page.go and types.go).
 const (
-	bboltMagic        = 0xED0CDAED
-	pageHeaderSize    = 16
-	leafElementSize   = 16
-	bucketHeaderSize  = 16
-	leafPageFlag      = 0x02
-	bucketLeafFlag    = 0x01
-	metaOffsetMagic   = pageHeaderSize
-	metaOffsetPage    = pageHeaderSize + 8
-	metaOffsetRoot    = pageHeaderSize + 16
-	metaBytesNeeded   = pageHeaderSize + 24
+	// maxCandidates bounds the leaves remembered (16 bytes each): writes during the copy
+	// add a few leaves per etcd commit (one every 100 ms by default).
+	maxCandidates = 4096
+	// maxTreeDepth bounds the walk down the key bucket's tree; real trees are a few levels
+	// deep, and garbage could loop.
+	maxTreeDepth = 64
+	// keyBucket is the name of etcd's bucket of revisions.
+	keyBucket         = "key"
 	revisionKeySize   = 17
 	tombstoneKeySize  = 18
-	maxRootPageBytes  = 1 << 20
-	maxCaptures       = 1024
-	minBboltPageSize  = 512
-	maxBboltPageSize  = 1 << 20
 	revisionSeparator = '_'
 	tombstoneMark     = 't'
 )
 
-// capture collects the bytes [start, start+len(buf)) of the stream and hands them to done.
-type capture struct {
-	start  int64
-	buf    []byte
-	filled int
-	done   func(s *RevisionScanner, data []byte)
-}
-
 // NewRevisionScanner returns a scanner that has seen nothing yet.
 func NewRevisionScanner() *RevisionScanner {
-	return &RevisionScanner{}
+	s := &RevisionScanner{lastChild: map[uint64]uint64{}}
+	s.stream.onBranch = func(page, child uint64) { s.lastChild[page] = child }
+	s.stream.onLeafLast = s.offerLeaf
+	s.stream.onRootPage = s.readRootPage
+	return s
 }
-
-// Revision is the highest revision seen so far, 0 when none (or when the stream is not a bbolt
-// file).
-func (s *RevisionScanner) Revision() int64 { return s.maxRev }
 
 // Write implements io.Writer; it never fails, so it can sit in an io.MultiWriter.
 func (s *RevisionScanner) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 && !s.notBbolt {
-		if s.pageSize == 0 {
-			p = s.readMeta(p)
-			continue
-		}
-		// Consume up to the next page boundary, so that each page start is seen once.
-		next := (s.offset/s.pageSize + 1) * s.pageSize
-		chunk := p[:min(int64(len(p)), next-s.offset)]
-		if s.offset%s.pageSize == 0 {
-			s.watchPage(s.offset / s.pageSize)
-		}
-		s.feed(chunk)
-		s.offset += int64(len(chunk))
-		p = p[len(chunk):]
-	}
-	return n, nil
+	s.stream.write(p)
+	return len(p), nil
 }
 
-// readMeta collects the first meta page's header, which names the page size, the byte order
-// and the root bucket's page. A stream whose start is no bbolt meta page is ignored.
-func (s *RevisionScanner) readMeta(p []byte) []byte {
-	take := min(len(p), metaBytesNeeded-len(s.meta))
-	s.meta = append(s.meta, p[:take]...)
-	s.offset += int64(take)
-	p = p[take:]
-	if len(s.meta) < metaBytesNeeded {
-		return p
+// Revision is the key bucket's greatest revision in what was written so far (the whole
+// snapshot, once it has streamed), or 0 when it cannot be told for sure.
+func (s *RevisionScanner) Revision() int64 {
+	if s.inline {
+		return s.inlineRev
 	}
-	for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
-		if order.Uint32(s.meta[metaOffsetMagic:]) == bboltMagic {
-			s.order = order
+	if s.keyRoot == 0 {
+		return 0
+	}
+	page := s.keyRoot
+	for range maxTreeDepth {
+		child, ok := s.lastChild[page]
+		if !ok {
+			break
+		}
+		page = child
+	}
+	for _, c := range s.candidates {
+		if c.page == page {
+			return c.rev
 		}
 	}
-	size := int64(0)
-	if s.order != nil {
-		size = int64(s.order.Uint32(s.meta[metaOffsetPage:]))
-	}
-	if size < minBboltPageSize || size > maxBboltPageSize {
-		s.notBbolt = true
-		return nil
-	}
-	s.pageSize = size
-	s.rootPage = s.order.Uint64(s.meta[metaOffsetRoot:])
-	return p
+	return 0
 }
 
-// feed hands chunk, which starts at s.offset, to the captures that need its bytes. A capture
-// that completes may register another one within the same chunk (a page header names its last
-// element, the element its key), so feed goes round until no capture completes. A capture
-// registered by another starts at or after the end of the one that registered it, so its
-// bytes are still to come.
-func (s *RevisionScanner) feed(chunk []byte) {
-	end := s.offset + int64(len(chunk))
-	for progress := true; progress; {
-		progress = false
-		pending := s.captures
-		s.captures = nil // callbacks register new captures here
-		kept := make([]*capture, 0, len(pending))
-		for _, c := range pending {
-			need := c.start + int64(c.filled)
-			if need < s.offset {
-				continue // its bytes went by before it was registered: garbage positions
-			}
-			if hi := min(c.start+int64(len(c.buf)), end); need < hi {
-				c.filled += copy(c.buf[c.filled:], chunk[need-s.offset:hi-s.offset])
-			}
-			if c.filled < len(c.buf) {
-				kept = append(kept, c)
-				continue
-			}
-			c.done(s, c.buf)
-			progress = true
-		}
-		s.captures = append(kept, s.captures...)
-	}
-	if len(s.captures) > maxCaptures {
-		// Only garbage in free pages registers this many; dropping the newest loses nothing
-		// the agent's bounds do not cover.
-		s.captures = s.captures[:maxCaptures]
-	}
-}
-
-func (s *RevisionScanner) watch(start int64, size int, done func(*RevisionScanner, []byte)) {
-	if size > 0 {
-		s.captures = append(s.captures, &capture{start: start, buf: make([]byte, size), done: done})
-	}
-}
-
-// watchPage starts reading the page that begins at page index id.
-func (s *RevisionScanner) watchPage(id int64) {
-	start := id * s.pageSize
-	s.watch(start, pageHeaderSize, func(s *RevisionScanner, hdr []byte) {
-		if s.order.Uint64(hdr[0:]) != uint64(id) { //nolint:gosec // G115: id is a non-negative page index.
-			return // not a page start: the continuation of an earlier page's overflow
-		}
-		flags, count, overflow := s.order.Uint16(hdr[8:]), int64(s.order.Uint16(hdr[10:])), int64(s.order.Uint32(hdr[12:]))
-		if flags&leafPageFlag == 0 || count == 0 {
-			return
-		}
-		run := (overflow + 1) * s.pageSize
-		if uint64(id) == s.rootPage { //nolint:gosec // G115: as above.
-			// The header has gone by; the rest of the page follows it.
-			if run <= maxRootPageBytes {
-				header := append([]byte(nil), hdr...)
-				s.watch(start+pageHeaderSize, int(run)-pageHeaderSize, func(s *RevisionScanner, rest []byte) {
-					s.readRootPage(append(header, rest...))
-				})
-			}
-			return
-		}
-		s.watchLastElement(start, run, count)
-	})
-}
-
-// watchLastElement reads the last element of the leaf page at start, of run bytes.
-func (s *RevisionScanner) watchLastElement(start, run, count int64) {
-	elem := start + pageHeaderSize + (count-1)*leafElementSize
-	if elem+leafElementSize > start+run {
+// offerLeaf considers the last element of leaf page page. valuePrefix is the start of its
+// value: the auth buckets store a user's or role's name as the value's first field, so a name
+// that happens to look like a revision key ("operator_readonly") is skipped without taking a
+// candidate's place.
+func (s *RevisionScanner) offerLeaf(page uint64, key, valuePrefix []byte) {
+	rev, ok := parseRevisionKey(key)
+	if !ok || isOwnName(key, valuePrefix) {
 		return
 	}
-	s.watch(elem, leafElementSize, func(s *RevisionScanner, e []byte) {
-		pos, ksize, vsize := int64(s.order.Uint32(e[4:])), int64(s.order.Uint32(e[8:])), int64(s.order.Uint32(e[12:]))
-		// The key follows every element header, so a real last element's pos is at least
-		// one element's size; anything else is garbage.
-		if (ksize != revisionKeySize && ksize != tombstoneKeySize) || pos < leafElementSize {
+	if len(s.candidates) < maxCandidates {
+		heap.Push(&s.candidates, candidate{rev: rev, page: page})
+	} else if rev > s.candidates[0].rev {
+		s.candidates[0] = candidate{rev: rev, page: page}
+		heap.Fix(&s.candidates, 0)
+	}
+}
+
+// readRootPage finds the key bucket among the root bucket's elements: either the page of its
+// own tree, or its content inline right after the bucket header.
+func (s *RevisionScanner) readRootPage(page []byte) {
+	order := s.stream.order
+	forEachLeafElement(order, page, func(flags uint32, key, value []byte) {
+		if flags&bucketLeafFlag == 0 || string(key) != keyBucket || len(value) < bucketHeaderSize {
 			return
 		}
-		want := ksize + min(vsize, 2+ksize)
-		if elem+pos+want > start+run {
+		if root := order.Uint64(value); root != 0 {
+			s.keyRoot = root
 			return
 		}
-		s.watch(elem+pos, int(want), func(s *RevisionScanner, kv []byte) {
-			s.offer(kv[:ksize], kv[ksize:])
+		s.inline = true
+		forEachLeafElement(order, value[bucketHeaderSize:], func(_ uint32, k, v []byte) {
+			if rev, ok := parseRevisionKey(k); ok && !isOwnName(k, v) {
+				s.inlineRev = max(s.inlineRev, rev)
+			}
 		})
 	})
 }
 
-// readRootPage looks into the buckets stored inline in the root bucket's page: a bucket whose
-// header names no page of its own carries its page right after the header.
-func (s *RevisionScanner) readRootPage(page []byte) {
-	forEachLeafElement(s.order, page, func(flags uint32, _, value []byte) {
-		if flags&bucketLeafFlag == 0 || len(value) < bucketHeaderSize+pageHeaderSize || s.order.Uint64(value) != 0 {
-			return
-		}
-		inline := value[bucketHeaderSize:]
-		var lastKey, lastValue []byte
-		forEachLeafElement(s.order, inline, func(_ uint32, k, v []byte) { lastKey, lastValue = k, v })
-		if lastKey != nil {
-			s.offer(lastKey, lastValue)
-		}
-	})
+// isOwnName reports whether value is a protobuf message whose first field is key itself, as
+// etcd's auth buckets store users and roles under their names.
+func isOwnName(key, value []byte) bool {
+	return len(value) >= 2+len(key) && value[0] == 0x0a && int(value[1]) == len(key) && bytes.Equal(value[2:2+len(key)], key)
 }
 
-// forEachLeafElement calls f for every element of the leaf page in page whose key and value
-// lie within page.
-func forEachLeafElement(order binary.ByteOrder, page []byte, f func(flags uint32, key, value []byte)) {
-	if len(page) < pageHeaderSize || order.Uint16(page[8:])&leafPageFlag == 0 {
-		return
-	}
-	count := int(order.Uint16(page[10:]))
-	for i := range count {
-		at := pageHeaderSize + i*leafElementSize
-		if at+leafElementSize > len(page) {
-			return
-		}
-		e := page[at:]
-		flags, pos, ksize, vsize := order.Uint32(e), int(order.Uint32(e[4:])), int(order.Uint32(e[8:])), int(order.Uint32(e[12:]))
-		k := at + pos
-		if pos < 0 || ksize < 0 || vsize < 0 || k+ksize+vsize > len(page) || k+ksize+vsize < k {
-			return
-		}
-		f(flags, page[k:k+ksize], page[k+ksize:k+ksize+vsize])
-	}
-}
-
-// offer considers one key as the key bucket's maximum. valuePrefix is the start of its value:
-// the auth buckets store a user's or role's name as the first field of the value, so a name
-// that happens to look like a revision key ("operator_readonly") is recognised and skipped.
-func (s *RevisionScanner) offer(key, valuePrefix []byte) {
-	rev, ok := parseRevisionKey(key)
-	if !ok {
-		return
-	}
-	if len(valuePrefix) >= 2+len(key) && valuePrefix[0] == 0x0a && int(valuePrefix[1]) == len(key) && bytes.Equal(valuePrefix[2:2+len(key)], key) {
-		return
-	}
-	s.maxRev = max(s.maxRev, rev)
-}
-
-// parseRevisionKey reads the main revision of a key of etcd's key bucket.
+// parseRevisionKey reads the main revision of a key of etcd's key bucket: 8 bytes big-endian,
+// '_', 8 bytes of sub revision, and 't' for a tombstone.
 func parseRevisionKey(key []byte) (int64, bool) {
 	switch {
 	case len(key) == tombstoneKeySize && key[tombstoneKeySize-1] != tombstoneMark,
@@ -280,4 +156,24 @@ func parseRevisionKey(key []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(main), true
+}
+
+// candidate is a leaf page and the revision of its last key.
+type candidate struct {
+	rev  int64
+	page uint64
+}
+
+// candidateHeap is a min-heap by revision: its root is the candidate to drop first.
+type candidateHeap []candidate
+
+func (h candidateHeap) Len() int           { return len(h) }
+func (h candidateHeap) Less(i, j int) bool { return h[i].rev < h[j].rev }
+func (h candidateHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *candidateHeap) Push(x any)        { *h = append(*h, x.(candidate)) }
+func (h *candidateHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

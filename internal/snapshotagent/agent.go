@@ -3,12 +3,12 @@ package snapshotagent
 import (
 	"context"
 	"crypto/sha256"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -67,7 +67,7 @@ func (a *agent) run(ctx context.Context) (snapshot.Result, error) {
 	}
 	defer closeQuietly(src.api)
 	before := src.status
-	log := a.log.WithValues("memberID", fmt.Sprintf("%x", before.ID), "etcdVersion", before.Version)
+	log := a.log.WithValues("memberID", etcdclient.FormatID(before.ID), "etcdVersion", before.Version)
 	// The stream is the database file plus etcd's 32-byte hash.
 	if err := a.dest.CheckRoom(before.DBSize + sha256.Size); err != nil {
 		return snapshot.Result{}, err

@@ -29,8 +29,18 @@ type etcdAPI interface {
 // etcdDialer connects to the cluster; the agent calls it again while the dial timeout lasts.
 type etcdDialer func(ctx context.Context) (etcdAPI, error)
 
-// statusPoll spaces the rounds of Status calls while no member answers yet.
-const statusPoll = 500 * time.Millisecond
+// Status rounds while no member answers yet start statusPollFirst apart, right after the dial
+// (a connection that is not up yet fails a Status at once), and back off to statusPollMax.
+const (
+	statusPollFirst = 20 * time.Millisecond
+	statusPollMax   = 500 * time.Millisecond
+)
+
+// streamWindow caps how much of the snapshot stream gRPC buffers when the destination takes
+// it more slowly than etcd sends it, as an S3 upload often does: gRPC's own window grows with
+// the measured bandwidth-delay product up to 16 MiB. 1 MiB still covers 10 Gbit/s at 0.8 ms of
+// round trip, more than a cluster network's.
+const streamWindow = 1 << 20
 
 // source is the member chosen to serve the snapshot, as it answered Status.
 type source struct {
@@ -45,7 +55,7 @@ func connect(ctx context.Context, dial etcdDialer, endpoints []string, dialTimeo
 	defer cancel()
 	var api etcdAPI
 	var lastErr error
-	for {
+	for wait := statusPollFirst; ; wait = min(2*wait, statusPollMax) {
 		if api == nil {
 			api, lastErr = dial(ctx)
 		}
@@ -67,7 +77,7 @@ func connect(ctx context.Context, dial etcdDialer, endpoints []string, dialTimeo
 				lastErr = ctx.Err()
 			}
 			return source{}, snapshot.Failf(snapshot.ReasonEtcdUnreachable, "no etcd endpoint answered within %s: %w", dialTimeout, lastErr)
-		case <-time.After(statusPoll):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -132,7 +142,10 @@ func dialerFor(cfg snapshot.Config) (etcdDialer, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	conf := etcdclient.Config{Endpoints: cfg.Endpoints, TLS: tlsCfg, TLSDigest: digest, Username: username, Password: password}
+	conf := etcdclient.Config{
+		Endpoints: cfg.Endpoints, TLS: tlsCfg, TLSDigest: digest, Username: username, Password: password,
+		StreamWindow: streamWindow,
+	}
 	dial := func(ctx context.Context) (etcdAPI, error) {
 		conn, err := etcdclient.New(ctx, conf)
 		if err != nil {

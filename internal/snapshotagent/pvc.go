@@ -178,6 +178,11 @@ func (d *pvcDestination) writeAtomically(suffix string, body io.Reader, wrap fun
 		}
 	}()
 	var w io.Writer = tmp
+	var cache *dropBehind
+	if suffix == "" {
+		cache = newDropBehind(tmp)
+		w = cache
+	}
 	if wrap != nil {
 		w = wrap(w)
 	}
@@ -192,6 +197,9 @@ func (d *pvcDestination) writeAtomically(suffix string, body io.Reader, wrap fun
 	}
 	if err := tmp.Sync(); err != nil {
 		return fsFailure("syncing "+what, err)
+	}
+	if cache != nil {
+		cache.release()
 	}
 	if err := tmp.Close(); err != nil {
 		return fsFailure("closing "+what, err)

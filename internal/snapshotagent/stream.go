@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 
@@ -20,23 +21,24 @@ var errIntegrity = errors.New("etcd snapshot stream is incomplete or damaged: it
 // refuses a file whose hash is wrong. Checking it here means a stream that broke off
 // early is never stored as an artifact: at the end of the stream Read returns an error instead
 // of io.EOF, and the destination discards what it wrote.
+//
+// One hash pass serves both sums: the database's hash is computed over every byte but the
+// last 32 seen so far, and the artifact's is a copy of that state that also takes those 32.
 type verifiedStream struct {
 	src io.Reader
 	// onData, when set, sees every byte as it passes (the revision scanner).
 	onData io.Writer
 
 	size int64
-	// whole hashes every byte: the artifact's checksum.
-	whole hash.Hash
 	// body hashes every byte but the last sha256.Size seen so far, which wait in tail: at the
-	// end, tail is etcd's hash and body's sum must equal it.
-	body hash.Hash
+	// end, tail is etcd's hash of the database and body's sum must equal it.
+	body hash.Cloner
 	tail []byte
 	done bool
 }
 
 func newVerifiedStream(src io.Reader, onData io.Writer) *verifiedStream {
-	return &verifiedStream{src: src, onData: onData, whole: sha256.New(), body: sha256.New(), tail: make([]byte, 0, 2*sha256.Size)}
+	return &verifiedStream{src: src, onData: onData, body: sha256.New().(hash.Cloner), tail: make([]byte, 0, 2*sha256.Size)}
 }
 
 // Read implements io.Reader.
@@ -63,21 +65,20 @@ func (s *verifiedStream) Read(p []byte) (int, error) {
 
 func (s *verifiedStream) consume(data []byte) {
 	s.size += int64(len(data))
-	s.whole.Write(data)
 	if s.onData != nil {
 		_, _ = s.onData.Write(data)
 	}
 	// Everything but the last sha256.Size bytes of tail+data is known not to be the
 	// trailing hash.
 	if len(data) >= sha256.Size {
-		s.body.Write(s.tail)
-		s.body.Write(data[:len(data)-sha256.Size])
+		_, _ = s.body.Write(s.tail)
+		_, _ = s.body.Write(data[:len(data)-sha256.Size])
 		s.tail = append(s.tail[:0], data[len(data)-sha256.Size:]...)
 		return
 	}
 	s.tail = append(s.tail, data...)
 	if extra := len(s.tail) - sha256.Size; extra > 0 {
-		s.body.Write(s.tail[:extra])
+		_, _ = s.body.Write(s.tail[:extra])
 		s.tail = append(s.tail[:0], s.tail[extra:]...)
 	}
 }
@@ -91,7 +92,14 @@ func (s *verifiedStream) Size() int64 { return s.size }
 
 // Sum is the SHA-256 of the bytes read so far.
 func (s *verifiedStream) Sum() [sha256.Size]byte {
+	whole, err := s.body.Clone()
+	if err != nil {
+		// crypto/sha256 always clones (hash.Cloner); only a FIPS 140-3 v1.0.0 module
+		// would not, and the agent is not built with one.
+		panic(fmt.Sprintf("cloning a SHA-256 state: %v", err))
+	}
+	_, _ = whole.Write(s.tail)
 	var out [sha256.Size]byte
-	copy(out[:], s.whole.Sum(nil))
+	copy(out[:], whole.Sum(nil))
 	return out
 }
