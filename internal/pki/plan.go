@@ -202,6 +202,7 @@ func (p *Plan) planLeaf(l LeafSpec, st *caState, o Observed, exists bool, in Man
 		w.Reason = d.reason
 		if d.keep {
 			w.Source, w.SourceVersion = l.Secret, o.ResourceVersion
+			p.follows(st)
 		}
 		p.Writes = append(p.Writes, w)
 	}

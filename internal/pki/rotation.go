@@ -70,6 +70,8 @@ type caState struct {
 	// writing says the CA Secret is written in this pass: its leaves wait for the next one,
 	// which reads it back.
 	writing bool
+	// following says a leaf of the CA takes its new bundle in this pass (announced once).
+	following bool
 }
 
 func (st *caState) bundle() []*x509.Certificate { return st.obs.Material.CAs }
@@ -185,6 +187,16 @@ func (p *Plan) caWrite(st *caState, w Write, step string) {
 
 func (p *Plan) rotating(st *caState, step string) {
 	p.Rotating = append(p.Rotating, "CA rotation of Secret "+st.spec.Secret+": "+step)
+}
+
+// follows announces that the CA's leaves take its new bundle: their ca.crt is in the members'
+// template hash, so the members restart next, and until they have, the cluster is still
+// rotating, also in the pass after the CA's last step, which has nothing else to announce.
+func (p *Plan) follows(st *caState) {
+	if !st.following && !slices.ContainsFunc(p.Rotating, func(r string) bool { return strings.HasPrefix(r, "CA rotation of Secret "+st.spec.Secret+":") }) {
+		p.rotating(st, "its certificates take the new bundle, then the members restart with it")
+	}
+	st.following = true
 }
 
 // importTrust is the write that adds to the CA's bundle the CAs of the user's Secrets a move to

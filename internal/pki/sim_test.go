@@ -191,6 +191,14 @@ func (s *sim) apply(w Write) bool {
 // crash after the last one applied. It checks the world after every write.
 func (s *sim) pass(limit int) (Plan, int) {
 	p := PlanManaged(s.input())
+	for _, w := range p.Writes {
+		// A leaf that takes its CA's new bundle restarts every member (its ca.crt is in their
+		// template hash): a pass announcing no rotation then would let the cluster say
+		// Reconciled right before its members restart.
+		if w.Kind == WriteLeaf && w.Source == w.Secret && len(p.Rotating) == 0 {
+			s.t.Errorf("at %s %s takes a new bundle while the plan announces no rotation", s.now.Format(time.TimeOnly), w.Secret)
+		}
+	}
 	for _, r := range p.Rotating {
 		if !slices.Contains(s.rotating, r) {
 			s.rotating = append(s.rotating, r)

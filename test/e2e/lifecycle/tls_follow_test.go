@@ -237,3 +237,51 @@ func requireNoFailedRequests(f *framework.Test, res *traffic.Result, prefix, dur
 	}
 	f.VerifyTraffic(res, 100, "writes during "+during)
 }
+
+// waitRolledAfter waits until every voter of cluster name runs in a Pod created no earlier than
+// the last Event of reason, and the cluster converged: the last step of a rotation or a move
+// changes the bundles, so the members restart once more after it, and a status that says
+// converged before that roll began must not end the wait.
+func waitRolledAfter(f *framework.Test, name, reason string, n int, timeout time.Duration) {
+	f.T.Helper()
+	since := lastEventTime(f, name, reason).Truncate(time.Second)
+	if err := f.Poll("every member restarted after the last "+reason, timeout, func(ctx context.Context) (bool, string, error) {
+		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: voterSelector(name)})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, p := range pods.Items {
+			if p.CreationTimestamp.Time.Before(since) {
+				return false, fmt.Sprintf("%s was created at %s, before %s", p.Name, p.CreationTimestamp.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)), nil
+			}
+		}
+		ec, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		ok, state := convergedState(ctx, f, ec, n)
+		return ok && len(pods.Items) == n, state, nil
+	}); err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// lastEventTime is when the newest Event of reason regarding cluster name happened.
+func lastEventTime(f *framework.Test, name, reason string) time.Time {
+	f.T.Helper()
+	var last time.Time
+	for _, e := range clusterEvents(f, name) {
+		if e.Reason != reason {
+			continue
+		}
+		for _, t := range []time.Time{e.EventTime.Time, e.LastTimestamp.Time, e.FirstTimestamp.Time} {
+			if t.After(last) {
+				last = t
+			}
+		}
+	}
+	if last.IsZero() {
+		f.T.Fatalf("no %s Event on %s", reason, name)
+	}
+	return last
+}

@@ -64,7 +64,7 @@ func TestManagedCARotationUnderTraffic(t *testing.T) {
 	f.Record("managed-ca-rotation-2-reissued", since(start), "rotate-ca annotated → the first CA's leaves re-issued (one roll, one operator kill)")
 	killOperator(f)
 	waitEventCount(f, name, "CARotationCompleted", 2, rotationTimeout)
-	waitConverged(f, name, 3, rotationTimeout)
+	waitRolledAfter(f, name, "CARotationCompleted", 3, rotationTimeout)
 	f.Record("managed-ca-rotation-total", since(start), "rotate-ca annotated → both CAs rotated and the cluster converged (two rolls, two operator kills)")
 
 	waitAcked(f, gen, gen.Stats().AckedPuts+50)
@@ -133,7 +133,7 @@ func TestMoveToManagedTLSUnderTraffic(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitConverged(f, name, 3, rotationTimeout)
+	waitRolledAfter(f, name, "CARotationCompleted", 3, rotationTimeout)
 	f.Record("move-to-managed-tls-total", since(start), "spec.tls patched to managed → both CAs moved and the cluster converged (two rolls)")
 
 	waitAcked(f, gen, gen.Stats().AckedPuts+50)
