@@ -6,6 +6,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcddefrag"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdsnapshot"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/etcdview"
 )
@@ -55,5 +56,8 @@ func controllers(opts Options) []controllerSetup {
 		func(mgr ctrl.Manager) error { return etcdmember.SetupWithManager(mgr, memberOpts...) },
 		func(mgr ctrl.Manager) error { return etcddefrag.SetupWithManager(mgr, etcdclient.NewPool()) },
 		etcddefrag.SetupPolicyWithManager,
+		// The snapshot Job runs the operator's own image, as the data-dir guard does.
+		func(mgr ctrl.Manager) error { return etcdsnapshot.SetupSnapshotWithManager(mgr, opts.DataGuardImage) },
+		etcdsnapshot.SetupScheduleWithManager,
 	}
 }
