@@ -58,7 +58,7 @@ func TestSnapshotJobMountsOnlyWhatTheAgentReads(t *testing.T) {
 	c := &etcdv1alpha2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "ns"}}
 	s3 := etcdv1alpha2.SnapshotLocation{S3: &etcdv1alpha2.S3SnapshotLocation{Endpoint: "https://s3:8333", Bucket: "b", Key: "k", ForcePathStyle: true,
 		CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}, CASecretRef: &corev1.LocalObjectReference{Name: "s3-ca"}}}
-	job := SnapshotJob(SnapshotJobInput{Snapshot: snapshotOf(s3), Cluster: c, Image: "op:1", CASecret: "etcd-server-tls", ClientSecret: "etcd-operator-client-tls", PasswordSecret: "root"})
+	job := SnapshotJob(SnapshotJobInput{Snapshot: snapshotOf(s3), Cluster: c, Image: "op:1", CASecret: "etcd-server-tls", ClientSecret: "etcd-operator-client-tls", PasswordSecret: "root"}) //nolint:gosec // G101: Secret names, no credential
 	pod := job.Spec.Template.Spec
 	env := envOf(pod.Containers[0])
 	want := map[string]string{
@@ -80,7 +80,7 @@ func TestSnapshotJobMountsOnlyWhatTheAgentReads(t *testing.T) {
 			keys[v.Secret.SecretName] = append(keys[v.Secret.SecretName], item.Key)
 		}
 	}
-	wantKeys := map[string]string{"etcd-server-tls": "ca.crt", "etcd-operator-client-tls": "tls.crt,tls.key", "root": "password",
+	wantKeys := map[string]string{"etcd-server-tls": "ca.crt", //nolint:gosec // G101: Secret names and keys, no credential "etcd-operator-client-tls": "tls.crt,tls.key", "root": "password",
 		"creds": "AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY", "s3-ca": "ca.crt"}
 	for secret, k := range wantKeys {
 		if got := strings.Join(keys[secret], ","); got != k {
