@@ -35,6 +35,7 @@ func clusterFaults(kube kubernetes.Interface) ClusterFaults {
 		Containers: &runtimeFaults{kube: kube, stateDir: c.StateDir()},
 		DataDirs:   &volumeFaults{kube: kube, hostPath: c.PVCHostPath},
 		Records:    c,
+		Volumes:    c,
 	}
 }
 

@@ -53,10 +53,17 @@ type ClusterRecords interface {
 	CoreDNSLogPath() string
 }
 
+// Volumes reads what the cluster's volumes hold, from this host's files.
+type Volumes interface {
+	// PVCHostPath is the host folder that backs the bound PVC namespace/name.
+	PVCHostPath(ctx context.Context, namespace, name string) (string, error)
+}
+
 // ClusterFaults is everything the cluster tool may offer; each part is optional.
 type ClusterFaults struct {
 	Nodes      NodeFaults
 	Containers ContainerFaults
 	DataDirs   DataDirFaults
 	Records    ClusterRecords
+	Volumes    Volumes
 }

@@ -172,6 +172,12 @@ func (f *Test) RequireClusterRecords() ClusterRecords {
 	return require(f.T, f.Cluster.Records, "audit and DNS query logs")
 }
 
+// RequireVolumes returns the reader of volumes' host folders or skips the test.
+func (f *Test) RequireVolumes() Volumes {
+	f.T.Helper()
+	return require(f.T, f.Cluster.Volumes, "host folders of volumes")
+}
+
 func require[T any](t *testing.T, v T, what string) T {
 	t.Helper()
 	if any(v) == nil {

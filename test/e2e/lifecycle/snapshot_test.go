@@ -1,0 +1,192 @@
+//go:build e2e
+
+package lifecycle
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
+)
+
+// snapshotTimeout bounds one snapshot of a small cluster: a Job scheduled, its image present,
+// a few MiB streamed.
+const snapshotTimeout = 3 * time.Minute
+
+// TestSnapshotToPVCUnderTraffic takes an EtcdSnapshot to a PVC of a plaintext cluster and of an
+// operator-managed mTLS + auth cluster, each under write traffic (docs/backup-restore.md): the
+// snapshot completes through its Job, the file on the claim has the size and SHA-256 the status
+// reports and its sidecars say the same, the cluster's status.lastSnapshot names it, the Job's
+// Pod never carried the cluster's label, and no acknowledged write is lost.
+func TestSnapshotToPVCUnderTraffic(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		secure bool
+	}{{"plaintext", false}, {"mtls-auth", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := framework.NewTest(t)
+			requireOperator(f)
+			volumes := f.RequireVolumes()
+			name := "snap-" + tc.name
+			ec := newCluster(f, name, 3)
+			if tc.secure {
+				createPasswordSecret(f, name+"-root", "e2e-Snapshot-Pw-5t8w")
+				ec.Spec.TLS = &etcdv1alpha2.EtcdClusterTLS{Managed: &etcdv1alpha2.ManagedTLS{}}
+				ec.Spec.Auth = &etcdv1alpha2.AuthSpec{Enabled: true, RootCredentialsSecretRef: &corev1.LocalObjectReference{Name: name + "-root"}}
+			}
+			createCluster(f, ec)
+			if tc.secure {
+				registerManagedAccess(f, name)
+			}
+			waitConverged(f, name, 3, bootstrapTimeout)
+			if tc.secure {
+				waitAuthLatched(f, name)
+			}
+			load := startLoad(f, name)
+			waitAcked(f, load.gen, 100)
+			createClaim(f, "backups")
+
+			start := time.Now()
+			snap := &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: f.Namespace},
+				Spec: etcdv1alpha2.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: name},
+					Destination: etcdv1alpha2.SnapshotLocation{PVC: &etcdv1alpha2.PVCSnapshotLocation{ClaimName: "backups", SubPath: "e2e"}}}}
+			if err := kc(f).Create(f.Ctx, snap); err != nil {
+				t.Fatal(err)
+			}
+			snap = waitSnapshotFinal(f, snap.Name)
+			f.Record("snapshot-pvc-"+tc.name, since(start), "EtcdSnapshot created → Complete (Job, 3 members under traffic)")
+			if snap.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete {
+				t.Fatalf("snapshot ended %s: %+v", snap.Status.Phase, meta.FindStatusCondition(snap.Status.Conditions, etcdv1alpha2.ConditionReady))
+			}
+			dir, err := volumes.PVCHostPath(f.Ctx, f.Namespace, "backups")
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireArtifact(f, filepath.Join(dir, "e2e"), snap)
+			requireLastSnapshot(f, name, snap)
+			requireSnapshotPodsUnlabelled(f, snap.Name)
+			load.verify(f, "writes while a snapshot streamed to a PVC")
+		})
+	}
+}
+
+// registerManagedAccess registers, for the test's clients, a certificate of the cluster's
+// managed client CA once the operator issued it.
+func registerManagedAccess(f *framework.Test, name string) {
+	f.T.Helper()
+	waitSecret(f, name+"-ca")
+	app := issueFrom(f, readCA(f, name+"-ca"), testpki.Leaf{CommonName: "root", Usages: testpki.ClientOnly})
+	access, err := testpki.ClientConfig(secretData(f, name+"-ca")["tls.crt"], app, desired.MemberHost(name+"-e2e", name, f.Namespace))
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	clusterAccess.Store(f.Namespace+"/"+name, access)
+}
+
+func createClaim(f *framework.Test, name string) {
+	f.T.Helper()
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if err := kc(f).Create(f.Ctx, pvc); err != nil {
+		f.T.Fatalf("creating PVC %s: %v", name, err)
+	}
+}
+
+// waitSnapshotFinal waits until snapshot name is Complete or Failed.
+func waitSnapshotFinal(f *framework.Test, name string) *etcdv1alpha2.EtcdSnapshot {
+	f.T.Helper()
+	snap := &etcdv1alpha2.EtcdSnapshot{}
+	if err := f.Poll("EtcdSnapshot "+name+" final", snapshotTimeout, func(ctx context.Context) (bool, string, error) {
+		if err := kc(f).Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: name}, snap); err != nil {
+			return false, err.Error(), nil
+		}
+		ready := meta.FindStatusCondition(snap.Status.Conditions, etcdv1alpha2.ConditionReady)
+		return snap.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete || snap.Status.Phase == etcdv1alpha2.SnapshotPhaseFailed,
+			fmt.Sprintf("phase %q, Ready %+v", snap.Status.Phase, ready), nil
+	}); err != nil {
+		f.T.Fatal(err)
+	}
+	return snap
+}
+
+// requireArtifact checks the file in dir against the snapshot's status: size, SHA-256, and the
+// .sha256 and .uid siblings.
+func requireArtifact(f *framework.Test, dir string, snap *etcdv1alpha2.EtcdSnapshot) {
+	f.T.Helper()
+	a := snap.Status.Artifact
+	path := filepath.Join(dir, snap.Name+".db")
+	file, err := os.Open(path)
+	if err != nil {
+		f.T.Fatalf("the artifact on the claim: %v", err)
+	}
+	defer func() { _ = file.Close() }()
+	h := sha256.New()
+	n, err := io.Copy(h, file)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if a == nil || n != a.SizeBytes || a.Checksum != "sha256:"+sum || a.Revision <= 0 || !strings.HasSuffix(a.URI, "/e2e/"+snap.Name+".db") {
+		f.T.Errorf("file %s: %d bytes, sha256 %s; status.artifact %+v", path, n, sum, a)
+	}
+	f.RecordBytes("snapshot-size", n, "a snapshot of 3 members after 100+ writes")
+	sidecar, err := os.ReadFile(path + ".sha256")
+	if err != nil || !strings.HasPrefix(string(sidecar), sum+"  "+snap.Name+".db") {
+		f.T.Errorf("sidecar %s.sha256 = %q (%v), want the file's sum", path, sidecar, err)
+	}
+	if uid, err := os.ReadFile(path + ".uid"); err != nil || strings.TrimSpace(string(uid)) != string(snap.UID) {
+		f.T.Errorf("sibling .uid = %q (%v), want %s", uid, err, snap.UID)
+	}
+}
+
+// requireLastSnapshot checks that the cluster's status names snap as its last snapshot.
+func requireLastSnapshot(f *framework.Test, name string, snap *etcdv1alpha2.EtcdSnapshot) {
+	f.T.Helper()
+	if err := f.Poll("status.lastSnapshot of "+name, time.Minute, func(ctx context.Context) (bool, string, error) {
+		ec, err := getCluster(ctx, f, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		last := ec.Status.LastSnapshot
+		return last != nil && last.Name == snap.Name && last.URI == snap.Status.Artifact.URI, fmt.Sprintf("%+v", last), nil
+	}); err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// requireSnapshotPodsUnlabelled checks the snapshot's Pods never carried the labels the cluster's
+// Services, PDB and status.selector select on.
+func requireSnapshotPodsUnlabelled(f *framework.Test, snapshot string) {
+	f.T.Helper()
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: etcdv1alpha2.LabelSnapshot + "=" + snapshot})
+	if err != nil || len(pods.Items) == 0 {
+		f.T.Fatalf("the snapshot's Pods: %d, %v", len(pods.Items), err)
+	}
+	for _, p := range pods.Items {
+		for _, k := range []string{etcdv1alpha2.LabelCluster, etcdv1alpha2.LabelComponent, etcdv1alpha2.LabelRole} {
+			if _, ok := p.Labels[k]; ok {
+				f.T.Errorf("snapshot Pod %s carries %s", p.Name, k)
+			}
+		}
+	}
+}
