@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -131,7 +132,7 @@ func (r *SnapshotReconciler) writeStatus(ctx context.Context, s *etcdv1alpha2.Et
 		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventSnapshotStored, eventSnapshotStored, "%s", backup.StoredMessage(d.Artifact))
 		r.announcePruning(s, d.Pruning)
 	case etcdv1alpha2.SnapshotPhaseFailed:
-		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, eventSnapshotFailed, eventSnapshotFailed, "%s: %s", d.Reason, d.Message)
+		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, eventSnapshotFailed, eventSnapshotFailed, "%s", eventNote(d.Reason+": "+d.Message))
 	}
 	return nil
 }
@@ -142,10 +143,27 @@ func (r *SnapshotReconciler) writeStatus(ctx context.Context, s *etcdv1alpha2.Et
 func (r *SnapshotReconciler) announcePruning(s *etcdv1alpha2.EtcdSnapshot, p backup.Pruning) {
 	if p.Count > 0 {
 		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventSnapshotsPruned, eventSnapshotsPruned, "%s",
-			backup.Pruning{Pruned: p.Pruned, Count: p.Count}.Summary())
+			eventNote(backup.Pruning{Pruned: p.Pruned, Count: p.Count}.Summary()))
 	}
 	if p.Error != "" {
 		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, eventRetentionFailed, eventRetentionFailed, "%s",
-			backup.Pruning{Error: p.Error}.Summary())
+			eventNote(backup.Pruning{Error: p.Error}.Summary()))
 	}
+}
+
+// maxEventNote is the longest note the API server admits in an events.k8s.io/v1 Event; a longer
+// one is refused and the Event lost. The agent's messages may be up to 4 KiB.
+const maxEventNote = 1024
+
+// eventNote cuts note to maxEventNote bytes at a rune boundary, marking the cut.
+func eventNote(note string) string {
+	const mark = "…"
+	if len(note) <= maxEventNote {
+		return note
+	}
+	cut := maxEventNote - len(mark)
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + mark
 }

@@ -128,6 +128,33 @@ func TestSnapshotReportsThePruning(t *testing.T) {
 	}
 }
 
+// TestRetentionFailedEventFitsTheAPI: an agent's prune error may be 4 KiB; the Warning keeps
+// within the 1 KiB note an Event may carry, so the API server does not refuse it.
+func TestRetentionFailedEventFitsTheAPI(t *testing.T) {
+	t.Parallel()
+	w := newSnapshotWorld(t, 3)
+	schedule := w.newRetainingSchedule()
+	w.createScheduled(schedule, "nightly-29000000")
+	w.pass("nightly-29000000")
+	w.finishJob("nightly-29000000", snapshot.Result{URI: "pvc://backups/etcd/nightly-29000000.db", SizeBytes: 1, Checksum: "sha256:" + zeros64,
+		PruneError: "listing the schedule's artifacts: " + strings.Repeat("é", 1800)})
+	requirePhase(t, w.pass("nightly-29000000"), etcdv1alpha2.SnapshotPhaseComplete, backup.ReasonSnapshotStored)
+	seen := false
+	for len(w.events.Events) > 0 {
+		note, ok := strings.CutPrefix(<-w.events.Events, "Warning RetentionFailed ")
+		if !ok {
+			continue
+		}
+		seen = true
+		if len(note) > 1024 || !strings.HasSuffix(note, "…") {
+			t.Errorf("RetentionFailed note of %d bytes, ends %q", len(note), note[len(note)-8:])
+		}
+	}
+	if !seen {
+		t.Error("no RetentionFailed Event")
+	}
+}
+
 func containsPrefix(list []string, prefix string) bool {
 	for _, s := range list {
 		if strings.HasPrefix(s, prefix) {
