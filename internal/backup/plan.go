@@ -54,6 +54,8 @@ const (
 type Outcome struct {
 	// Artifact is the stored file, when the agent succeeded.
 	Artifact *etcdv1alpha2.SnapshotArtifact
+	// Pruning is what the schedule's retention did after the artifact was stored.
+	Pruning Pruning
 	// Reason and Message say why it failed.
 	Reason, Message string
 }
@@ -84,8 +86,10 @@ type Decision struct {
 	Message string
 	// CreateJob asks the executor to create the Job (AlreadyExists counts as created).
 	CreateJob bool
-	// Artifact is set when the snapshot completes.
+	// Artifact is set when the snapshot completes, and Pruning then says what the schedule's
+	// retention did; the executor announces both.
 	Artifact *etcdv1alpha2.SnapshotArtifact
+	Pruning  Pruning
 	// RequeueAfter is when to look again; zero for never (final phases, or a watch will tell).
 	RequeueAfter time.Duration
 }
@@ -135,6 +139,12 @@ func planPending(in Input) Decision {
 		Message: "created the snapshot Job"}
 }
 
+// StoredMessage describes a stored artifact, as the Ready message and the SnapshotStored Event
+// show it.
+func StoredMessage(a *etcdv1alpha2.SnapshotArtifact) string {
+	return fmt.Sprintf("stored %s (%d bytes, %s, revision %d)", a.URI, a.SizeBytes, a.Checksum, a.Revision)
+}
+
 // planStarted follows the Job to its end.
 func planStarted(in Input) Decision {
 	switch in.Job {
@@ -144,8 +154,12 @@ func planStarted(in Input) Decision {
 		if in.Outcome.Artifact == nil {
 			return failed(ReasonJobFailed, "the snapshot Job succeeded but its agent reported no artifact in its termination message: see the Job's Pod")
 		}
+		msg := StoredMessage(in.Outcome.Artifact)
+		if s := in.Outcome.Pruning.Summary(); s != "" {
+			msg += "; " + s
+		}
 		return Decision{Phase: etcdv1alpha2.SnapshotPhaseComplete, Reason: ReasonSnapshotStored, Artifact: in.Outcome.Artifact,
-			Message: fmt.Sprintf("stored %s (%d bytes, %s, revision %d)", in.Outcome.Artifact.URI, in.Outcome.Artifact.SizeBytes, in.Outcome.Artifact.Checksum, in.Outcome.Artifact.Revision)}
+			Pruning: in.Outcome.Pruning, Message: msg}
 	case JobFailed:
 		if in.Outcome.Reason != "" {
 			return failed(in.Outcome.Reason, in.Outcome.Message)

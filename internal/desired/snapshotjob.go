@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -44,6 +45,15 @@ type SnapshotJobInput struct {
 	// operator's client certificate; PasswordSecret root's password, set only once the
 	// cluster's auth is latched.
 	CASecret, ClientSecret, PasswordSecret string
+	// ScheduleName and ScheduleUID name the EtcdSnapshotSchedule the snapshot belongs to
+	// (backup.OwningSchedule); empty for a one-off snapshot. The agent records the UID with the
+	// artifact, so that the schedule's retention may prune it later.
+	ScheduleName string
+	ScheduleUID  types.UID
+	// Retention is that schedule's spec.retention and RetentionTimeZone its spec.timeZone; nil
+	// when it keeps every file.
+	Retention         *etcdv1alpha2.SnapshotRetention
+	RetentionTimeZone string
 }
 
 // SnapshotJobName is the Job of snapshot name.
@@ -116,6 +126,16 @@ func snapshotAgentEnv(in SnapshotJobInput) ([]corev1.EnvVar, []corev1.Volume, []
 	m.env(snapshot.EnvEndpoints, scheme+"://"+ClientServiceName(c.Name)+"."+c.Namespace+".svc:"+port(ClientPort))
 	m.env(snapshot.EnvSnapshotName, s.Name)
 	m.env(snapshot.EnvSnapshotUID, string(s.UID))
+	if in.ScheduleName != "" {
+		m.env(snapshot.EnvScheduleName, in.ScheduleName)
+		m.env(snapshot.EnvScheduleUID, string(in.ScheduleUID))
+		if r := in.Retention; r != nil {
+			m.env(snapshot.EnvRetentionKeepLast, retentionCount(r.KeepLast))
+			m.env(snapshot.EnvRetentionKeepDaily, retentionCount(r.KeepDaily))
+			m.env(snapshot.EnvRetentionKeepWeekly, retentionCount(r.KeepWeekly))
+			m.env(snapshot.EnvRetentionTimeZone, in.RetentionTimeZone)
+		}
+	}
 	if in.CASecret != "" {
 		m.env(snapshot.EnvCAFile, m.secret("etcd-ca", in.CASecret, "ca.crt"))
 	}
@@ -151,6 +171,14 @@ func snapshotAgentEnv(in SnapshotJobInput) ([]corev1.EnvVar, []corev1.Volume, []
 		}
 	}
 	return m.envs, m.volumes, m.mounts
+}
+
+// retentionCount renders one of spec.retention's counts; "" (no variable) when unset.
+func retentionCount(n *int32) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.Itoa(int(*n))
 }
 
 // jobMounts collects the agent's environment and the Secret volumes behind its files.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
@@ -94,5 +95,40 @@ func TestSnapshotJobMountsOnlyWhatTheAgentReads(t *testing.T) {
 	}
 	if vs := plain.Spec.Template.Spec.Volumes; len(vs) != 1 || vs[0].PersistentVolumeClaim == nil || vs[0].PersistentVolumeClaim.ClaimName != "b" {
 		t.Errorf("volumes %+v, want the claim only", vs)
+	}
+}
+
+// TestSnapshotJobCarriesTheSchedule: a schedule's snapshot tells the agent the schedule's name,
+// UID and retention; a one-off snapshot tells it none of them, so it marks and prunes nothing.
+func TestSnapshotJobCarriesTheSchedule(t *testing.T) {
+	t.Parallel()
+	c := &etcdv1alpha2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "ns"}}
+	in := SnapshotJobInput{Snapshot: snapshotOf(etcdv1alpha2.SnapshotLocation{PVC: &etcdv1alpha2.PVCSnapshotLocation{ClaimName: "b"}}), Cluster: c, Image: "op:1",
+		ScheduleName: "nightly", ScheduleUID: "uid-schedule",
+		Retention: &etcdv1alpha2.SnapshotRetention{KeepLast: ptr.To[int32](3), KeepWeekly: ptr.To[int32](4)}, RetentionTimeZone: "Europe/Berlin"}
+	env := envOf(SnapshotJob(in).Spec.Template.Spec.Containers[0])
+	want := map[string]string{snapshot.EnvScheduleName: "nightly", snapshot.EnvScheduleUID: "uid-schedule",
+		snapshot.EnvRetentionKeepLast: "3", snapshot.EnvRetentionKeepWeekly: "4", snapshot.EnvRetentionTimeZone: "Europe/Berlin"}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	// The agent accepts what the Job renders.
+	if _, err := snapshot.ParseConfig(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Errorf("the agent refuses the rendered environment: %v", err)
+	}
+	if _, set := env[snapshot.EnvRetentionKeepDaily]; set {
+		t.Errorf("%s is set although keepDaily is not", snapshot.EnvRetentionKeepDaily)
+	}
+	in.Retention = nil
+	if env := envOf(SnapshotJob(in).Spec.Template.Spec.Containers[0]); env[snapshot.EnvScheduleUID] != "uid-schedule" || env[snapshot.EnvRetentionKeepLast] != "" {
+		t.Errorf("a schedule without retention: %v; want the schedule marked, no retention", env)
+	}
+	in.ScheduleName, in.ScheduleUID = "", ""
+	for k := range envOf(SnapshotJob(in).Spec.Template.Spec.Containers[0]) {
+		if strings.HasPrefix(k, "SNAPSHOT_SCHEDULE_") || strings.HasPrefix(k, "SNAPSHOT_RETENTION_") {
+			t.Errorf("a one-off snapshot's Job sets %s", k)
+		}
 	}
 }

@@ -26,6 +26,19 @@ const (
 	EnvTimeout      = "SNAPSHOT_TIMEOUT"
 	EnvDestination  = "SNAPSHOT_DESTINATION"
 
+	// EnvScheduleName and EnvScheduleUID identify the EtcdSnapshotSchedule that controls the
+	// snapshot; both or neither. The agent records the UID with the artifact, the mark that
+	// lets the schedule's retention prune it later (docs/backup-restore.md, "Retention").
+	EnvScheduleName = "SNAPSHOT_SCHEDULE_NAME"
+	EnvScheduleUID  = "SNAPSHOT_SCHEDULE_UID"
+	// EnvRetentionKeepLast, EnvRetentionKeepDaily and EnvRetentionKeepWeekly are the
+	// schedule's spec.retention (positive integers; at least one when any retention variable
+	// is set), and EnvRetentionTimeZone its spec.timeZone (UTC when unset).
+	EnvRetentionKeepLast   = "SNAPSHOT_RETENTION_KEEP_LAST"
+	EnvRetentionKeepDaily  = "SNAPSHOT_RETENTION_KEEP_DAILY"
+	EnvRetentionKeepWeekly = "SNAPSHOT_RETENTION_KEEP_WEEKLY"
+	EnvRetentionTimeZone   = "SNAPSHOT_RETENTION_TIME_ZONE"
+
 	EnvPVCDir     = "SNAPSHOT_PVC_DIR"
 	EnvPVCClaim   = "SNAPSHOT_PVC_CLAIM"
 	EnvPVCSubPath = "SNAPSHOT_PVC_SUBPATH"
@@ -107,6 +120,8 @@ type Config struct {
 	SnapshotName, SnapshotUID string
 	// Timeout bounds the whole run.
 	Timeout time.Duration
+	// Schedule is set when an EtcdSnapshotSchedule controls the snapshot.
+	Schedule *ScheduleConfig
 
 	// PVC is set for a PVC destination, S3 for an S3 one; exactly one is.
 	PVC *PVCConfig
@@ -169,6 +184,7 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 		SnapshotName:           p.required(EnvSnapshotName),
 		SnapshotUID:            p.required(EnvSnapshotUID),
 		Timeout:                p.duration(EnvTimeout, DefaultTimeout),
+		Schedule:               p.schedule(),
 		TerminationMessagePath: p.str(EnvTerminationMessagePath),
 	}
 	if cfg.TerminationMessagePath == "" {

@@ -22,7 +22,16 @@ const (
 	VersionSuffix = ".version"
 	// ChecksumSuffix ends the sidecar in sha256sum format.
 	ChecksumSuffix = ".sha256"
+	// ScheduleSuffix ends the sibling that records, on a PVC, the UID of the
+	// EtcdSnapshotSchedule whose snapshot wrote the artifact: the schedule's retention prunes
+	// only artifacts that record its UID.
+	ScheduleSuffix = ".schedule"
 )
+
+// SiblingSuffixes are the suffixes of every file the agent writes next to an artifact on a PVC,
+// in the order a prune deletes them after the artifact: the owner marks last, so that a prune
+// cut short never leaves an artifact that has lost its mark.
+var SiblingSuffixes = []string{ChecksumSuffix, VersionSuffix, UIDSuffix, ScheduleSuffix}
 
 // S3 object metadata keys set on the artifact (sent as x-amz-meta-<key>).
 const (
@@ -31,6 +40,9 @@ const (
 	MetadataUID = "etcd-snapshot-uid"
 	// MetadataVersion holds the etcd version that served the snapshot.
 	MetadataVersion = "etcd-snapshot-version"
+	// MetadataScheduleUID holds the UID of the EtcdSnapshotSchedule whose snapshot wrote the
+	// object; only objects that carry a schedule's UID are pruned by its retention.
+	MetadataScheduleUID = "etcd-snapshot-schedule-uid"
 )
 
 // ChecksumPrefix starts a checksum as reported in the result and in status.artifact.checksum.
@@ -84,11 +96,17 @@ func CleanSubPath(subPath string) (string, error) {
 // when the prefix is empty. Slashes around the prefix are dropped, so "backups/" and "backups"
 // name the same folder and no key starts with a slash.
 func ObjectKey(prefix, snapshotName string) string {
+	return ObjectFolder(prefix) + ArtifactFileName(snapshotName)
+}
+
+// ObjectFolder is the part of an artifact's key before its file name: "<prefix>/", or "" when
+// the prefix is empty; ObjectKey(prefix, name) is ObjectFolder(prefix) + ArtifactFileName(name).
+func ObjectFolder(prefix string) string {
 	prefix = strings.Trim(prefix, "/")
 	if prefix == "" {
-		return ArtifactFileName(snapshotName)
+		return ""
 	}
-	return prefix + "/" + ArtifactFileName(snapshotName)
+	return prefix + "/"
 }
 
 // S3URI is the artifact's URI in status: s3://<bucket>/<key>.

@@ -142,6 +142,14 @@ type Result struct {
 	Revision int64 `json:"revision,omitempty"`
 	// EtcdVersion is the server version of the member that served the snapshot.
 	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// Pruned names the artifacts (file names, oldest first) that the schedule's retention
+	// deleted after this one was stored; PrunedCount counts them all, since the list is
+	// shortened to fit the termination message.
+	Pruned      []string `json:"pruned,omitempty"`
+	PrunedCount int      `json:"prunedCount,omitempty"`
+	// PruneError says why pruning failed or stopped. The snapshot itself is stored: a failed
+	// prune never fails it.
+	PruneError string `json:"pruneError,omitempty"`
 	// Reason is set when the snapshot failed.
 	Reason Reason `json:"reason,omitempty"`
 	// Message explains a failure to a person.
@@ -163,30 +171,61 @@ const MaxTerminationMessageBytes = 4096
 // truncationMark ends a message that was shortened to fit.
 const truncationMark = "…"
 
-// EncodeTerminationMessage renders r as JSON of at most MaxTerminationMessageBytes, shortening
-// the message (never the artifact fields) when it would not fit, so that the controller always
-// reads complete, valid JSON.
+// shortening is one way to make a result smaller: keep(r, n) keeps n units (names, bytes) of a
+// field, from 0 up to most.
+type shortening struct {
+	most int
+	keep func(r *Result, n int)
+}
+
+// EncodeTerminationMessage renders r as JSON of at most MaxTerminationMessageBytes, so that the
+// controller always reads complete, valid JSON. When r does not fit it gives up, in order: names
+// at the end of the pruned list (PrunedCount still counts them), the end of the prune error,
+// the end of the failure message; never the artifact fields.
 func EncodeTerminationMessage(r Result) []byte {
+	pruned, pruneErr, msg := r.Pruned, truncate(r.PruneError, MaxTerminationMessageBytes), truncate(r.Message, MaxTerminationMessageBytes)
+	shortenings := []shortening{
+		{len(pruned), func(r *Result, n int) { r.Pruned = pruned[:n:n] }},
+		{len(pruneErr), func(r *Result, n int) { r.PruneError = truncate(pruneErr, n) + truncationMark }},
+		{len(msg), func(r *Result, n int) { r.Message = truncate(msg, n) + truncationMark }},
+	}
 	out := marshalResult(r)
+	for _, s := range shortenings {
+		if len(out) <= MaxTerminationMessageBytes {
+			return out
+		}
+		if s.most == 0 { // the field is empty: nothing to give up
+			continue
+		}
+		if best, ok := longestFitting(r, s); ok {
+			return best
+		}
+		s.keep(&r, 0)
+		out = marshalResult(r)
+	}
 	if len(out) <= MaxTerminationMessageBytes {
 		return out
 	}
-	// Escaping makes the encoded length of a cut message hard to predict (a control character
-	// takes six bytes), so search for the longest prefix that fits. The raw message never
-	// needs more than the limit itself.
-	msg := truncate(r.Message, MaxTerminationMessageBytes)
+	// Only artifact fields far beyond the API's maximum lengths get here, and a cut URI would
+	// name the wrong object: report that instead of a result to misread.
+	return []byte(`{"reason":"` + string(ReasonFailed) + `","message":"the snapshot result exceeds the termination message limit"}`)
+}
+
+// longestFitting finds the largest n for which r shortened by s.keep(n) fits, by bisection:
+// escaping makes the encoded length of a cut string hard to predict (a control character takes
+// six bytes). It returns false when not even n = 0 fits.
+func longestFitting(r Result, s shortening) ([]byte, bool) {
 	fits := func(n int) ([]byte, bool) {
-		r.Message = truncate(msg, n) + truncationMark
-		out := marshalResult(r)
+		c := r
+		s.keep(&c, n)
+		out := marshalResult(c)
 		return out, len(out) <= MaxTerminationMessageBytes
 	}
 	best, ok := fits(0)
 	if !ok {
-		// Only artifact fields far beyond the API's maximum lengths get here, and a cut URI
-		// would name the wrong object: report that instead of a result to misread.
-		return []byte(`{"reason":"` + string(ReasonFailed) + `","message":"the snapshot result exceeds the termination message limit"}`)
+		return nil, false
 	}
-	lo, hi := 0, len(msg) // fits(lo) holds; find the largest such n
+	lo, hi := 0, s.most // fits(lo) holds; find the largest such n
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		if out, ok := fits(mid); ok {
@@ -195,7 +234,7 @@ func EncodeTerminationMessage(r Result) []byte {
 			hi = mid - 1
 		}
 	}
-	return best
+	return best, true
 }
 
 func marshalResult(r Result) []byte {
@@ -229,6 +268,9 @@ func ParseTerminationMessage(data []byte) (Result, error) {
 	}
 	if r.SizeBytes < 0 || r.Revision < 0 {
 		return Result{}, fmt.Errorf("%w: negative size or revision", ErrBadResult)
+	}
+	if r.PrunedCount < len(r.Pruned) {
+		return Result{}, fmt.Errorf("%w: prunedCount %d is less than the %d names pruned lists", ErrBadResult, r.PrunedCount, len(r.Pruned))
 	}
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -143,6 +144,7 @@ func FuzzParseTerminationMessage(f *testing.F) {
 	f.Add(EncodeTerminationMessage(success))
 	f.Add(EncodeTerminationMessage(Result{Reason: ReasonNoSpace, Message: "full"}))
 	f.Add([]byte(`{"uri":"x","checksum":"sha256:"}`))
+	f.Add([]byte(`{"uri":"x","checksum":"sha256:` + zeros() + `","pruned":["a.db"],"prunedCount":1,"pruneError":"e"}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := ParseTerminationMessage(data)
@@ -158,3 +160,45 @@ func FuzzParseTerminationMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestTerminationMessageKeepsThePruneReportWithinTheLimit: a prune of many long names, with a
+// long error, still fits; the artifact fields and the count survive, names are dropped from the
+// end, and the error is cut before any name is lost only when the names alone do not fit.
+func TestTerminationMessageKeepsThePruneReportWithinTheLimit(t *testing.T) {
+	t.Parallel()
+	names := make([]string, 60)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%09d.db", strings.Repeat("n", 100), i)
+	}
+	r := success
+	r.Pruned, r.PrunedCount = names, len(names)
+	data := EncodeTerminationMessage(r)
+	got, err := ParseTerminationMessage(data)
+	if err != nil || len(data) > MaxTerminationMessageBytes {
+		t.Fatalf("%d bytes: %v", len(data), err)
+	}
+	if got.URI != success.URI || got.Checksum != success.Checksum || got.PrunedCount != 60 ||
+		len(got.Pruned) == 0 || len(got.Pruned) == 60 || !slices.Equal(got.Pruned, names[:len(got.Pruned)]) {
+		t.Errorf("kept %d names of 60, count %d, URI %s", len(got.Pruned), got.PrunedCount, got.URI)
+	}
+	if len(data) < MaxTerminationMessageBytes-len(names[0])-4 {
+		t.Errorf("%d bytes: more names dropped than needed", len(data))
+	}
+
+	r.PruneError = strings.Repeat("\x01", 3000)
+	got, err = ParseTerminationMessage(EncodeTerminationMessage(r))
+	if err != nil || got.PrunedCount != 60 || len(got.Pruned) != 0 || !strings.HasSuffix(got.PruneError, truncationMark) {
+		t.Errorf("with a long error: %d names, error ends %q, %v", len(got.Pruned), got.PruneError[max(0, len(got.PruneError)-8):], err)
+	}
+
+	small := success
+	small.Pruned, small.PrunedCount, small.PruneError = names[:2], 2, "deleting x: AccessDenied"
+	if got, err := ParseTerminationMessage(EncodeTerminationMessage(small)); err != nil || !cmp.Equal(got, small) {
+		t.Errorf("a report that fits changed: %+v, %v", got, err)
+	}
+	if _, err := ParseTerminationMessage([]byte(`{"uri":"s3://b/k.db","checksum":"sha256:` + zeros() + `","pruned":["a.db"]}`)); !errors.Is(err, ErrBadResult) {
+		t.Errorf("pruned names beyond prunedCount accepted: %v", err)
+	}
+}
+
+func zeros() string { return strings.Repeat("0", 64) }

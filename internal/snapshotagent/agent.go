@@ -29,6 +29,7 @@ func Take(ctx context.Context, cfg snapshot.Config, log logr.Logger) (snapshot.R
 		return snapshot.Result{}, redact(err, secrets)
 	}
 	res, err := a.run(ctx)
+	res.PruneError = redactString(res.PruneError, secrets)
 	return res, redact(err, secrets)
 }
 
@@ -39,16 +40,20 @@ func newAgent(cfg snapshot.Config, log logr.Logger) (*agent, []string, error) {
 		return nil, secrets, err
 	}
 	a := &agent{cfg: cfg, log: log, dial: dial}
+	var scheduleUID string
+	if cfg.Schedule != nil {
+		scheduleUID = cfg.Schedule.UID
+	}
 	switch {
 	case cfg.PVC != nil:
-		a.dest = newPVCDestination(*cfg.PVC, cfg.SnapshotName, cfg.SnapshotUID)
+		a.dest = newPVCDestination(*cfg.PVC, cfg.SnapshotName, cfg.SnapshotUID, scheduleUID)
 	case cfg.S3 != nil:
 		client, s3Secrets, err := newS3Client(*cfg.S3)
 		secrets = append(secrets, s3Secrets...)
 		if err != nil {
 			return nil, secrets, err
 		}
-		a.dest = newS3Destination(client, *cfg.S3, cfg.SnapshotName, cfg.SnapshotUID)
+		a.dest = newS3Destination(client, *cfg.S3, cfg.SnapshotName, cfg.SnapshotUID, scheduleUID)
 	default:
 		return nil, secrets, snapshot.Failf(snapshot.ReasonInvalidConfig, "no destination configured")
 	}
@@ -106,7 +111,7 @@ func (a *agent) run(ctx context.Context) (snapshot.Result, error) {
 	}
 	log.Info("snapshot stored", "uri", res.URI, "sizeBytes", res.SizeBytes, "checksum", res.Checksum,
 		"revision", res.Revision, "seconds", elapsed.Seconds(), "bytesPerSecond", int64(float64(res.SizeBytes)/max(elapsed.Seconds(), 1e-3)))
-	return res, nil
+	return a.applyRetention(ctx, log, res), nil
 }
 
 // streamReason classifies a failure to open the snapshot stream.
@@ -139,18 +144,21 @@ func redact(err error, secrets []string) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	changed := false
-	for _, s := range secrets {
-		if s != "" && strings.Contains(msg, s) {
-			msg = strings.ReplaceAll(msg, s, "[redacted]")
-			changed = true
-		}
-	}
-	if !changed {
+	msg := redactString(err.Error(), secrets)
+	if msg == err.Error() {
 		return err
 	}
 	return snapshot.Fail(snapshot.ReasonOf(err), redactedError(msg))
+}
+
+// redactString replaces each secret in s.
+func redactString(s string, secrets []string) string {
+	for _, secret := range secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
 }
 
 type redactedError string

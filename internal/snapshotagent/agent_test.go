@@ -41,7 +41,7 @@ func healthyEtcd(streamSize int) *fakeEtcd {
 func pvcAgent(t *testing.T, f *fakeEtcd, uid string) (*agent, *pvcDestination) {
 	t.Helper()
 	root := t.TempDir()
-	dest := newPVCDestination(snapshot.PVCConfig{Dir: root, Claim: "backups", SubPath: "etcd/daily"}, "nightly", uid)
+	dest := newPVCDestination(snapshot.PVCConfig{Dir: root, Claim: "backups", SubPath: "etcd/daily"}, "nightly", uid, "")
 	cfg := snapshot.Config{
 		Endpoints:   []string{learnerEP, leaderEP, followerEP},
 		DialTimeout: time.Second, SnapshotName: "nightly", SnapshotUID: uid,

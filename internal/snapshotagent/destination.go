@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"io"
+
+	"github.com/etcd-operator/etcd-operator/internal/retention"
 )
 
 // destination is where an artifact is stored: a folder on a mounted PVC, or an S3 bucket.
@@ -22,6 +24,13 @@ type destination interface {
 	Store(ctx context.Context, body io.Reader, info artifactInfo) error
 	// StoreChecksum writes the .sha256 sidecar next to the stored artifact.
 	StoreChecksum(ctx context.Context, sum [sha256.Size]byte) error
+
+	// FindCandidates lists the artifacts next to this one (same folder or key prefix) whose
+	// names owner.Candidate accepts, each with the schedule UID it records ("" for none).
+	FindCandidates(ctx context.Context, owner retention.Owner) ([]retention.Found, error)
+	// DeleteArtifact deletes the artifact of snapshot name, which FindCandidates found, and the
+	// files the agent wrote next to it.
+	DeleteArtifact(ctx context.Context, name string) error
 }
 
 // artifactInfo is what a destination records with the artifact.

@@ -25,10 +25,12 @@ const (
 	pvcFileMode fs.FileMode = 0o640
 )
 
-// pvcDestination writes <root>/<subPath>/<name>.db and its siblings .uid, .version and
-// .sha256 (docs/backup-restore.md, "On a PVC").
+// pvcDestination writes <root>/<subPath>/<name>.db and its siblings .uid, .version,
+// .sha256 and, for a schedule's snapshot, .schedule (docs/backup-restore.md, "On a PVC").
 type pvcDestination struct {
 	root, folder, name, uri, uid string
+	// scheduleUID is the UID of the schedule the snapshot belongs to; empty for a one-off.
+	scheduleUID string
 
 	// freeBytes reports the space available in a folder; statfs unless a test replaces it.
 	freeBytes func(dir string) (int64, error)
@@ -37,14 +39,15 @@ type pvcDestination struct {
 	wrapWriter func(io.Writer) io.Writer
 }
 
-func newPVCDestination(cfg snapshot.PVCConfig, snapshotName, uid string) *pvcDestination {
+func newPVCDestination(cfg snapshot.PVCConfig, snapshotName, uid, scheduleUID string) *pvcDestination {
 	return &pvcDestination{
-		root:      cfg.Dir,
-		folder:    filepath.Join(cfg.Dir, filepath.FromSlash(cfg.SubPath)),
-		name:      snapshot.ArtifactFileName(snapshotName),
-		uri:       snapshot.PVCURI(cfg.Claim, cfg.SubPath, snapshotName),
-		uid:       uid,
-		freeBytes: statfsFree,
+		root:        cfg.Dir,
+		folder:      filepath.Join(cfg.Dir, filepath.FromSlash(cfg.SubPath)),
+		name:        snapshot.ArtifactFileName(snapshotName),
+		uri:         snapshot.PVCURI(cfg.Claim, cfg.SubPath, snapshotName),
+		uid:         uid,
+		scheduleUID: scheduleUID,
+		freeBytes:   statfsFree,
 	}
 }
 
@@ -98,7 +101,7 @@ func (d *pvcDestination) existing() (snapshot.Existing, error) {
 }
 
 func (d *pvcDestination) removeStaleTemps() error {
-	for _, suffix := range []string{"", snapshot.UIDSuffix, snapshot.VersionSuffix, snapshot.ChecksumSuffix} {
+	for _, suffix := range append([]string{""}, snapshot.SiblingSuffixes...) {
 		stale, err := filepath.Glob(filepath.Join(d.folder, d.tempPattern(suffix)))
 		if err != nil {
 			return snapshot.Fail(snapshot.ReasonFailed, err)
@@ -112,16 +115,23 @@ func (d *pvcDestination) removeStaleTemps() error {
 	return nil
 }
 
-// Store implements destination. The .uid sibling is written before the artifact is renamed
-// into place, so that an artifact this snapshot wrote always records its UID: an attempt killed
-// between the two steps leaves an artifact its own retry may replace, never one the guard
-// refuses. Siblings of an earlier attempt that no longer describe the new artifact (.version,
-// .sha256) are removed first.
+// Store implements destination. The .uid and .schedule siblings are written before the
+// artifact is renamed into place, so that an artifact this snapshot wrote always records its
+// UID and its schedule's: an attempt killed between the two steps leaves an artifact its own
+// retry may replace, never one the guard refuses or the schedule's retention cannot see.
+// Siblings of an earlier attempt that no longer describe the new artifact (.version, .sha256,
+// and a .schedule when the snapshot has no schedule) are removed first.
 func (d *pvcDestination) Store(_ context.Context, body io.Reader, info artifactInfo) error {
 	if err := d.writeSibling(snapshot.UIDSuffix, []byte(d.uid+"\n")); err != nil {
 		return err
 	}
-	for _, suffix := range []string{snapshot.VersionSuffix, snapshot.ChecksumSuffix} {
+	stale := []string{snapshot.VersionSuffix, snapshot.ChecksumSuffix}
+	if d.scheduleUID == "" {
+		stale = append(stale, snapshot.ScheduleSuffix)
+	} else if err := d.writeSibling(snapshot.ScheduleSuffix, []byte(d.scheduleUID+"\n")); err != nil {
+		return err
+	}
+	for _, suffix := range stale {
 		if err := os.Remove(d.path(suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fsFailure("removing the "+suffix+" file of an earlier attempt", err)
 		}

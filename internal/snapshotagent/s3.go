@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"time"
@@ -26,6 +27,9 @@ type s3API interface {
 	HeadBucket(ctx context.Context, in *s3.HeadBucketInput, opts ...func(*s3.Options)) (*s3.HeadBucketOutput, error)
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	// ListObjectsV2 and DeleteObject serve the schedule's retention (prune.go).
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	multipartAPI
 }
 
@@ -33,23 +37,42 @@ type s3API interface {
 // retries (3 attempts) come on top.
 const s3DialTimeout = 10 * time.Second
 
-// s3Destination writes the object <key>/<name>.db with the snapshot's UID and etcd version as
-// metadata, then the sidecar object <key>/<name>.db.sha256 (docs/backup-restore.md, "In S3").
+// s3Destination writes the object <key>/<name>.db with the snapshot's UID, its schedule's UID
+// (for a schedule's snapshot) and the etcd version as metadata, then the sidecar object
+// <key>/<name>.db.sha256 (docs/backup-restore.md, "In S3").
 type s3Destination struct {
-	api                 s3API
-	bucket, key, uid    string
+	api              s3API
+	bucket, key, uid string
+	// folder is the key's part before the file name, where the schedule's other artifacts are.
+	folder string
+	// scheduleUID is the UID of the schedule the snapshot belongs to; empty for a one-off.
+	scheduleUID         string
 	checksumKey, sumFor string
 	partSize            int
 }
 
-func newS3Destination(api s3API, cfg snapshot.S3Config, snapshotName, uid string) *s3Destination {
+func newS3Destination(api s3API, cfg snapshot.S3Config, snapshotName, uid, scheduleUID string) *s3Destination {
 	key := snapshot.ObjectKey(cfg.KeyPrefix, snapshotName)
 	return &s3Destination{
 		api: api, bucket: cfg.Bucket, key: key, uid: uid,
+		folder:      snapshot.ObjectFolder(cfg.KeyPrefix),
+		scheduleUID: scheduleUID,
 		checksumKey: key + snapshot.ChecksumSuffix,
 		sumFor:      snapshot.ArtifactFileName(snapshotName),
 		partSize:    partSize,
 	}
+}
+
+// metadata is what the artifact and its sidecar record: the snapshot's UID (the overwrite
+// guard's key) and, for a schedule's snapshot, the schedule's UID (retention's mark), plus
+// extra.
+func (d *s3Destination) metadata(extra map[string]string) map[string]string {
+	meta := map[string]string{snapshot.MetadataUID: d.uid}
+	if d.scheduleUID != "" {
+		meta[snapshot.MetadataScheduleUID] = d.scheduleUID
+	}
+	maps.Copy(meta, extra)
+	return meta
 }
 
 // URI implements destination.
@@ -93,12 +116,12 @@ func (d *s3Destination) CheckRoom(int64) error { return nil }
 // Store implements destination with a multipart upload of partSize parts, which S3 assembles
 // only on completion: a failed upload is aborted and leaves no object behind.
 func (d *s3Destination) Store(ctx context.Context, body io.Reader, info artifactInfo) error {
-	meta := map[string]string{snapshot.MetadataUID: d.uid, snapshot.MetadataVersion: info.EtcdVersion}
+	meta := d.metadata(map[string]string{snapshot.MetadataVersion: info.EtcdVersion})
 	return uploadMultipart(ctx, d.api, multipartTarget{Bucket: d.bucket, Key: d.key, Metadata: meta, PartSize: d.partSize}, body)
 }
 
-// StoreChecksum implements destination. The sidecar carries the UID too, so that whatever
-// prunes artifacts can tell which snapshot wrote it.
+// StoreChecksum implements destination. The sidecar carries the UIDs too, so that a prune
+// deletes a sidecar only when it is the pruned schedule's.
 func (d *s3Destination) StoreChecksum(ctx context.Context, sum [sha256.Size]byte) error {
 	content := snapshot.ChecksumFileContent(sum, d.sumFor)
 	_, err := d.api.PutObject(ctx, &s3.PutObjectInput{
@@ -107,7 +130,7 @@ func (d *s3Destination) StoreChecksum(ctx context.Context, sum [sha256.Size]byte
 		Body:          bytes.NewReader(content),
 		ContentLength: aws.Int64(int64(len(content))),
 		ContentType:   aws.String("text/plain"),
-		Metadata:      map[string]string{snapshot.MetadataUID: d.uid},
+		Metadata:      d.metadata(nil),
 	})
 	if err != nil {
 		return s3Failure("writing the checksum sidecar", err)

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -58,8 +61,11 @@ type fakeS3 struct {
 	mu sync.Mutex
 	// headBucketErr and headObjectErr, when set, fail those calls.
 	headBucketErr, headObjectErr error
+	// listErr and deleteErr, when set, fail those calls.
+	listErr, deleteErr error
 	// failPart, when > 0, fails UploadPart of that part number.
 	failPart int32
+	deleted  []string
 	objects  map[string]fakeObject
 	uploads  map[string]map[int32][]byte
 	aborted  int
@@ -101,6 +107,45 @@ func (f *fakeS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*
 	defer f.mu.Unlock()
 	f.objects[*in.Key] = fakeObject{data: data, metadata: in.Metadata}
 	return &s3.PutObjectOutput{}, nil
+}
+
+// ListObjectsV2 lists the keys under Prefix in order, up to the Delimiter, two per page so
+// that callers must follow continuation tokens.
+func (f *fakeS3) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var keys []string
+	for k := range f.objects {
+		rest, ok := strings.CutPrefix(k, aws.ToString(in.Prefix))
+		if ok && !strings.HasPrefix(k, "meta:") && (aws.ToString(in.Delimiter) == "" || !strings.Contains(rest, aws.ToString(in.Delimiter))) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k <= aws.ToString(in.ContinuationToken) })
+	out := &s3.ListObjectsV2Output{}
+	for i, k := range keys {
+		if i == 2 {
+			out.IsTruncated, out.NextContinuationToken = aws.Bool(true), aws.String(keys[1])
+			break
+		}
+		out.Contents = append(out.Contents, types.Object{Key: aws.String(k)})
+	}
+	return out, nil
+}
+
+func (f *fakeS3) DeleteObject(_ context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deleteErr != nil {
+		return nil, f.deleteErr
+	}
+	delete(f.objects, *in.Key)
+	f.deleted = append(f.deleted, *in.Key)
+	return &s3.DeleteObjectOutput{}, nil
 }
 
 func (f *fakeS3) CreateMultipartUpload(_ context.Context, in *s3.CreateMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
@@ -152,7 +197,7 @@ func (f *fakeS3) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartUp
 }
 
 func s3Dest(f *fakeS3, uid string) *s3Destination {
-	return newS3Destination(f, snapshot.S3Config{Bucket: "etcd", KeyPrefix: "prod/"}, "nightly", uid)
+	return newS3Destination(f, snapshot.S3Config{Bucket: "etcd", KeyPrefix: "prod/"}, "nightly", uid, "")
 }
 
 func TestS3PrepareOverwriteGuard(t *testing.T) {

@@ -199,5 +199,6 @@ func outcomeOf(res snapshot.Result) backup.Outcome {
 		return backup.Outcome{Reason: string(res.Reason), Message: res.Message}
 	}
 	return backup.Outcome{Artifact: &etcdv1alpha2.SnapshotArtifact{URI: res.URI, SizeBytes: res.SizeBytes, Checksum: res.Checksum,
-		Revision: res.Revision, EtcdVersion: res.EtcdVersion}}
+		Revision: res.Revision, EtcdVersion: res.EtcdVersion},
+		Pruning: backup.Pruning{Pruned: res.Pruned, Count: res.PrunedCount, Error: res.PruneError}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,10 +24,13 @@ import (
 // SnapshotControllerName names the EtcdSnapshot controller in logs, metrics and Events.
 const SnapshotControllerName = "etcdsnapshot"
 
-// Events of a snapshot's end.
+// Events of a snapshot's end, and of the schedule's retention that ran after it
+// (docs/backup-restore.md, "Retention").
 const (
-	eventSnapshotStored = "SnapshotStored"
-	eventSnapshotFailed = "SnapshotFailed"
+	eventSnapshotStored  = "SnapshotStored"
+	eventSnapshotFailed  = "SnapshotFailed"
+	eventSnapshotsPruned = "SnapshotsPruned"
+	eventRetentionFailed = "RetentionFailed"
 )
 
 // SnapshotReconciler reconciles EtcdSnapshots. Build it with NewSnapshot.
@@ -62,6 +66,7 @@ func SetupSnapshotWithManager(mgr ctrl.Manager, image string) error {
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots/finalizers,verbs=update
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshotschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;persistentvolumeclaims,verbs=get;list;watch
@@ -124,9 +129,41 @@ func (r *SnapshotReconciler) writeStatus(ctx context.Context, s *etcdv1alpha2.Et
 	}
 	switch d.Phase {
 	case etcdv1alpha2.SnapshotPhaseComplete:
-		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventSnapshotStored, eventSnapshotStored, "%s", d.Message)
+		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventSnapshotStored, eventSnapshotStored, "%s", backup.StoredMessage(d.Artifact))
+		r.announcePruning(s, d.Pruning)
 	case etcdv1alpha2.SnapshotPhaseFailed:
-		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, eventSnapshotFailed, eventSnapshotFailed, "%s: %s", d.Reason, d.Message)
+		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, eventSnapshotFailed, eventSnapshotFailed, "%s", eventNote(d.Reason+": "+d.Message))
 	}
 	return nil
+}
+
+// announcePruning emits what the schedule's retention did after the snapshot was stored: the
+// artifacts it deleted (Normal), and why it failed (Warning: the schedule keeps more files than
+// its retention says until someone fixes the cause, e.g. a missing s3:DeleteObject).
+func (r *SnapshotReconciler) announcePruning(s *etcdv1alpha2.EtcdSnapshot, p backup.Pruning) {
+	if p.Count > 0 {
+		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventSnapshotsPruned, eventSnapshotsPruned, "%s",
+			eventNote(backup.Pruning{Pruned: p.Pruned, Count: p.Count}.Summary()))
+	}
+	if p.Error != "" {
+		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, eventRetentionFailed, eventRetentionFailed, "%s",
+			eventNote(backup.Pruning{Error: p.Error}.Summary()))
+	}
+}
+
+// maxEventNote is the longest note the API server admits in an events.k8s.io/v1 Event; a longer
+// one is refused and the Event lost. The agent's messages may be up to 4 KiB.
+const maxEventNote = 1024
+
+// eventNote cuts note to maxEventNote bytes at a rune boundary, marking the cut.
+func eventNote(note string) string {
+	const mark = "…"
+	if len(note) <= maxEventNote {
+		return note
+	}
+	cut := maxEventNote - len(mark)
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + mark
 }
