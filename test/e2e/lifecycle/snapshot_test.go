@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -189,4 +191,98 @@ func requireSnapshotPodsUnlabelled(f *framework.Test, snapshot string) {
 			}
 		}
 	}
+}
+
+// TestScheduleKeepsLastThree runs an EtcdSnapshotSchedule every minute with keepLast 3 to a PVC
+// (docs/backup-restore.md, "Retention"): after five snapshots completed, the claim holds exactly
+// the three newest files of the schedule, each with its siblings, and a file of the user's in
+// the same folder, named like one of the schedule's, is untouched.
+func TestScheduleKeepsLastThree(t *testing.T) {
+	t.Parallel()
+	f := framework.NewTest(t)
+	requireOperator(f)
+	volumes := f.RequireVolumes()
+	const name = "sched"
+	createCluster(f, newCluster(f, name, 1))
+	waitConverged(f, name, 1, bootstrapTimeout)
+	createClaim(f, "backups")
+	s := &etcdv1alpha2.EtcdSnapshotSchedule{ObjectMeta: metav1.ObjectMeta{Name: "minutely", Namespace: f.Namespace},
+		Spec: etcdv1alpha2.EtcdSnapshotScheduleSpec{ClusterRef: corev1.LocalObjectReference{Name: name}, Schedule: "* * * * *",
+			Destination: etcdv1alpha2.SnapshotLocation{PVC: &etcdv1alpha2.PVCSnapshotLocation{ClaimName: "backups", SubPath: "sched"}},
+			Retention:   &etcdv1alpha2.SnapshotRetention{KeepLast: ptr.To[int32](3)}}}
+	if err := kc(f).Create(f.Ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// The claim binds when the first snapshot's Pod uses it; the user's file goes in before the
+	// fourth snapshot, the first that prunes.
+	dir, err := claimDir(f, volumes, "backups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(dir, "sched")
+	foreign := filepath.Join(folder, "minutely-1.db")
+	if err := os.MkdirAll(folder, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(foreign, []byte("the user's own file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var done []string
+	if err := f.Poll("five Complete snapshots of the schedule", 8*time.Minute, func(ctx context.Context) (bool, string, error) {
+		var list etcdv1alpha2.EtcdSnapshotList
+		if err := kc(f).List(ctx, &list, client.InNamespace(f.Namespace), client.MatchingLabels{etcdv1alpha2.LabelSchedule: "minutely"}); err != nil {
+			return false, err.Error(), nil
+		}
+		done = done[:0]
+		for _, snap := range list.Items {
+			switch snap.Status.Phase {
+			case etcdv1alpha2.SnapshotPhaseComplete:
+				done = append(done, snap.Name)
+			case etcdv1alpha2.SnapshotPhaseFailed:
+				return false, "", fmt.Errorf("snapshot %s failed: %+v", snap.Name, meta.FindStatusCondition(snap.Status.Conditions, etcdv1alpha2.ConditionReady))
+			}
+		}
+		return len(done) >= 5, fmt.Sprintf("%d complete: %v", len(done), done), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(done) // names end in the slot's Unix minute: lexical order is slot order here
+	entries, err := filepath.Glob(filepath.Join(folder, "minutely-*.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, e := range entries {
+		if e != foreign {
+			kept = append(kept, strings.TrimSuffix(filepath.Base(e), ".db"))
+		}
+	}
+	slices.Sort(kept)
+	if want := done[len(done)-3:]; !slices.Equal(kept, want) {
+		t.Errorf("the claim holds %v of the schedule's files, want the newest three %v", kept, want)
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Errorf("the user's own file in the folder: %v", err)
+	}
+	for _, k := range kept {
+		for _, sib := range []string{".sha256", ".uid", ".schedule"} {
+			if _, err := os.Stat(filepath.Join(folder, k+".db"+sib)); err != nil {
+				t.Errorf("sibling %s of %s: %v", sib, k, err)
+			}
+		}
+	}
+}
+
+// claimDir waits until the claim is bound and returns its host folder.
+func claimDir(f *framework.Test, volumes framework.Volumes, claim string) (string, error) {
+	var dir string
+	err := f.Poll("PVC "+claim+" bound", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		d, err := volumes.PVCHostPath(ctx, f.Namespace, claim)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		dir = d
+		return true, "", nil
+	})
+	return dir, err
 }
