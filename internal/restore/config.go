@@ -10,6 +10,14 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
+// The agent's command line: `etcd-operator restore-agent` restores; `etcd-operator restore-agent
+// install DEST`, which the install-tools init container runs in the operator's image, copies the
+// binary into a volume the etcd image then runs it from.
+const (
+	Command        = "restore-agent"
+	CommandInstall = "install"
+)
+
 // Environment variables the seed's restore init container sets for the agent
 // (docs/backup-restore.md, "Restore"). The Pod builder renders them from these names, so the two
 // cannot disagree. The S3 credentials use the snapshot agent's file names (AWS_ACCESS_KEY_ID,

@@ -18,12 +18,11 @@ import (
 )
 
 // Command is the etcd-operator subcommand that runs the agent: `etcd-operator restore-agent`.
-const Command = "restore-agent"
+const Command = restore.Command
 
 // CommandInstall is the argument of the agent's other form, `etcd-operator restore-agent
-// install DEST`, which the `install-tools` init container runs in the operator's image to copy
-// the binary into a volume the etcd image then runs it from.
-const CommandInstall = "install"
+// install DEST`, which copies the binary for the etcd image to run (restore.CommandInstall).
+const CommandInstall = restore.CommandInstall
 
 // memoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT sets one: the agent
 // streams, holding a few buffers; etcdutl runs as a process of its own.
