@@ -20,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/guard"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/restoreagent"
@@ -221,9 +222,17 @@ func (tg *target) noMember(t *testing.T) {
 }
 
 // start starts etcd on the restored data dir, and checks that the restored cluster is a new
-// one: a new cluster ID, the one the operator derives from the seed's member ID.
+// one: a new cluster ID, the one the operator derives from the seed's member ID. Before etcd
+// starts, the data-dir guard must see data: its first start in the seed's Pod records it, so that
+// a restored seed whose data later vanishes is refused like any member's.
 func (tg *target) start(ctx context.Context, t *testing.T, src *source) *clientv3.Client {
 	t.Helper()
+	if has, err := guard.HasData(tg.m.DataDir); err != nil || !has {
+		t.Errorf("the guard sees no data in the restored data dir: %v", err)
+	}
+	if err := guard.Check(tg.m.DataDir, filepath.Join(t.TempDir(), "marker"), false); err != nil {
+		t.Errorf("the guard refuses the restored data dir: %v", err)
+	}
 	if err := tg.m.Start(); err != nil {
 		t.Fatal(err)
 	}
