@@ -3,7 +3,9 @@
 // stop, 1 when the operator fails, 2 for invalid flags or environment variables.
 //
 // `etcd-operator snapshot-agent` is the program snapshot Jobs run instead (internal/snapshotagent,
-// docs/backup-restore.md), so that a Job needs no image but the operator's.
+// docs/backup-restore.md), so that a Job needs no image but the operator's;
+// `etcd-operator restore-agent` is what a new cluster's seed runs to restore its data dir from a
+// snapshot (internal/restoreagent), copied from this image into the etcd image's Pod.
 package main
 
 import (
@@ -17,12 +19,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/etcd-operator/etcd-operator/internal/operator"
+	"github.com/etcd-operator/etcd-operator/internal/restoreagent"
 	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == snapshotagent.Command {
 		os.Exit(snapshotagent.Main(os.Args[2:], os.LookupEnv, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == restoreagent.Command {
+		os.Exit(restoreagent.Main(os.Args[2:], os.LookupEnv, os.Stderr))
 	}
 	opts, err := operator.ParseOptions(os.Args[1:], os.LookupEnv)
 	if errors.Is(err, flag.ErrHelp) {

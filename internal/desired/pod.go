@@ -21,8 +21,9 @@ type Inputs struct {
 	State ClusterState
 	// CADigests are the digests of the mounted CA bundles, for the template hash.
 	CADigests CADigests
-	// GuardImage is the operator's own image, which holds the data-dir guard; empty leaves PVC
-	// members unguarded (an operator running outside a Pod, as in development).
+	// GuardImage is the operator's own image, which holds the data-dir guard and the restore
+	// agent; empty leaves members unguarded (an operator running outside a Pod, as in
+	// development), and a seed that Restores cannot be built without it.
 	GuardImage string
 }
 
@@ -107,6 +108,13 @@ func Pod(member *etcdv1alpha2.EtcdMember, in Inputs) *corev1.Pod {
 		etcd.Command = guardCommand(DataDir(member.Annotations[etcdv1alpha2.AnnotationDataDirSubPath]), DataExpected(member), await)
 		etcd.VolumeMounts = append(etcd.VolumeMounts, guardMounts()...)
 		etcd.Ports = append(etcd.Ports, corev1.ContainerPort{Name: GuardPortName, ContainerPort: GuardPort, Protocol: corev1.ProtocolTCP})
+	}
+	if Restores(member, in) {
+		// Not part of the template hash: the restore runs once, before the cluster forms, and
+		// the seed's later Pods differ from its first only by it (docs/design/pod-template.md).
+		containers, vols := restoreInitContainers(member, in, image)
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, containers...)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
 	}
 	return pod
 }

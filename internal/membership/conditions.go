@@ -139,9 +139,9 @@ func available(in ConditionInput) metav1.Condition {
 	switch {
 	case AllMembersLost(s):
 		return f(ReasonAllMembersLost, "every member and its data are gone; restore from a snapshot into a new EtcdCluster")
-	case len(s.Unsupported) > 0 && s.ClusterID == "":
-		// Ahead of missing TLS material: installing cert-manager would not make it start.
-		return f(ReasonFeatureNotSupported, unsupportedMessage(s))
+	case restoreFailed(s) != "":
+		// Ahead of missing TLS material: the seed's Pod was built, so its Secrets are there.
+		return f(ReasonRestoreFailed, restoreFailed(s))
 	case s.TLS.CertManagerMissing:
 		return f(ReasonCertManagerNotInstalled, certManagerMessage())
 	case quorumLost(s, c):
@@ -180,8 +180,9 @@ func progressing(in ConditionInput) metav1.Condition {
 		if l.Expired {
 			msg += "; the progress deadline passed; still working: " + a.Message
 		}
-	case a.Reason == ReasonFeatureNotSupported:
-		// What the user must act on; no deadline makes it more true.
+	case a.Reason == ReasonRestoreFailed:
+		// What the user must act on; no deadline makes it more true. The kubelet runs the
+		// restore again, so a failure that goes away (a store back online) lifts it.
 		st = metav1.ConditionFalse
 	case l.Expired:
 		st, reason = metav1.ConditionFalse, ReasonDeadlineExceeded
@@ -242,8 +243,8 @@ func degraded(in ConditionInput) metav1.Condition {
 			msg += recoveryNote(s)
 		}
 		return t(ReasonQuorumLost, msg)
-	case len(s.Unsupported) > 0:
-		return t(ReasonFeatureNotSupported, unsupportedMessage(s))
+	case restoreFailed(s) != "":
+		return t(ReasonRestoreFailed, restoreFailed(s))
 	case noSpaceMessage(s) != "":
 		return t(ReasonAlarmActive, noSpaceMessage(s))
 	case len(s.TLS.MissingSecrets) > 0:

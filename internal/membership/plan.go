@@ -11,10 +11,9 @@ import (
 
 // Next returns the one step to take for s, first match wins (docs/design/membership-flows.md, "Planner order"). See the
 // package documentation for the order. A step that would start etcd waits while TLS material
-// the spec asks for is missing, and does not happen while the spec asks for a feature not
-// supported yet.
+// the spec asks for is missing.
 func Next(s Scope) Action {
-	return holdForAccess(&s, holdForDefrag(&s, holdForTLS(&s, holdForUnsupported(&s, next(s)))))
+	return holdForAccess(&s, holdForDefrag(&s, holdForTLS(&s, next(s))))
 }
 
 func next(s Scope) Action {
@@ -97,8 +96,14 @@ func bootstrap(s *Scope) Action {
 			Reason: ReasonWaitingForSeed, Message: fmt.Sprintf("giving seed %s its initial cluster", seed.Name)}
 	}
 	if !seed.PodRunning {
-		return prepareWhileSeedStarts(s, seed, others, Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
-			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name) + because(seed)})
+		wait := Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,
+			Message: fmt.Sprintf("waiting for the Pod of seed %s to run", seed.Name) + because(seed)}
+		if msg := restoreFailed(s); msg != "" {
+			// The kubelet restarts the restore with back-off and the Pod watch reports each
+			// attempt: nothing to poll for.
+			wait.Reason, wait.Message, wait.RequeueAfter = ReasonRestoreFailed, msg, 0
+		}
+		return prepareWhileSeedStarts(s, seed, others, wait)
 	}
 	if !s.Etcd.Known {
 		return prepareWhileSeedStarts(s, seed, others, Action{Kind: KindWait, Member: seed.Name, Reason: ReasonWaitingForSeed, RequeueAfter: MembershipPoll,

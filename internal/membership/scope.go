@@ -105,6 +105,10 @@ type Member struct {
 	PodReady bool
 	// ContainerStarted is when the etcd container's current run started; zero unless running.
 	ContainerStarted time.Time
+	// RestoreFailure is, for the seed of a cluster that has not formed, why its restore init
+	// container last failed ("<reason>: <message>", from its termination message); empty
+	// while it has not failed, once it succeeded, and for every other member.
+	RestoreFailure string
 	// AllowDeletion is the allow-deletion annotation.
 	AllowDeletion bool
 	// VoterHint is status.isVoter. It is used for conditions only while etcd does not answer,
@@ -228,9 +232,6 @@ type Scope struct {
 	TLS TLS
 	// Access is what the pass found about the Secrets and credentials etcd is dialled with.
 	Access Access
-	// Unsupported names the spec's fields that ask for a feature not supported yet
-	// (Unsupported); nothing starts etcd while any is set.
-	Unsupported []string
 	// Memory is true for a cluster whose members keep their data in memory: a member that
 	// lost its Pod lost its data.
 	Memory bool

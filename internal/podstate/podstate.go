@@ -84,3 +84,29 @@ func Waiting(pod *corev1.Pod) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// InitContainerFailure returns the named init container's latest failed run, while it has not
+// succeeded since: the run that just ended, or, while the kubelet waits out its back-off or runs
+// it again, the one before. nil when the container has not failed, has succeeded, or does not
+// exist (or pod is nil). Reporting the last failure through the retry keeps a condition built
+// from it from flapping at every attempt.
+func InitContainerFailure(pod *corev1.Pod, container string) *corev1.ContainerStateTerminated {
+	if pod == nil {
+		return nil
+	}
+	for _, st := range pod.Status.InitContainerStatuses {
+		if st.Name != container {
+			continue
+		}
+		if t := st.State.Terminated; t != nil {
+			if t.ExitCode == 0 {
+				return nil
+			}
+			return t
+		}
+		if t := st.LastTerminationState.Terminated; t != nil && t.ExitCode != 0 {
+			return t
+		}
+	}
+	return nil
+}

@@ -106,3 +106,36 @@ func TestWaiting(t *testing.T) {
 		t.Errorf("Waiting(nil) = %q", got)
 	}
 }
+
+// TestInitContainerFailure reports the failed run of an init container through the kubelet's
+// retry (terminated, then waiting in back-off, then running again) and nothing once a run
+// succeeded.
+func TestInitContainerFailure(t *testing.T) {
+	t.Parallel()
+	failed := &corev1.ContainerStateTerminated{ExitCode: 2, Message: `{"reason":"ChecksumMismatch"}`}
+	status := func(state, last corev1.ContainerState) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{
+			{Name: "install-tools", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}},
+			{Name: "restore", State: state, LastTerminationState: last},
+		}}}
+	}
+	for name, c := range map[string]struct {
+		pod  *corev1.Pod
+		want *corev1.ContainerStateTerminated
+	}{
+		"nil Pod":       {},
+		"not started":   {pod: status(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}, corev1.ContainerState{})},
+		"running":       {pod: status(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, corev1.ContainerState{})},
+		"just failed":   {pod: status(corev1.ContainerState{Terminated: failed}, corev1.ContainerState{}), want: failed},
+		"back-off":      {pod: status(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, corev1.ContainerState{Terminated: failed}), want: failed},
+		"running again": {pod: status(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, corev1.ContainerState{Terminated: failed}), want: failed},
+		"succeeded":     {pod: status(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}, corev1.ContainerState{Terminated: failed})},
+	} {
+		if got := InitContainerFailure(c.pod, "restore"); got != c.want {
+			t.Errorf("%s: InitContainerFailure = %+v, want %+v", name, got, c.want)
+		}
+	}
+	if got := InitContainerFailure(status(corev1.ContainerState{Terminated: failed}, corev1.ContainerState{}), "other"); got != nil {
+		t.Errorf("another container: %+v", got)
+	}
+}

@@ -1,11 +1,14 @@
 package etcdcluster
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/membership"
 )
 
 func TestMemberTLS(t *testing.T) {
@@ -52,4 +55,24 @@ func name(r *corev1.LocalObjectReference) string {
 		return ""
 	}
 	return r.Name
+}
+
+// TestNewMemberCarriesRestoreOnTheSeedOnly: spec.bootstrap.restore reaches the seed's spec, a
+// copy the cluster's spec does not share, and no other member's.
+func TestNewMemberCarriesRestoreOnTheSeedOnly(t *testing.T) {
+	t.Parallel()
+	cl := testCluster()
+	cl.Status.Observed = membership.ObservedFromSpec(&cl.Spec)
+	cl.Spec.Bootstrap = &etcdv1alpha2.BootstrapSpec{Restore: &etcdv1alpha2.RestoreSpec{
+		Source:   etcdv1alpha2.SnapshotLocation{PVC: &etcdv1alpha2.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/nightly.db"}},
+		Checksum: "sha256:" + strings.Repeat("0", 64),
+	}}
+	hash := func(*etcdv1alpha2.EtcdMemberSpec) string { return "h" }
+	seed := newMember(cl, true, hash)
+	if !equality.Semantic.DeepEqual(seed.Spec.Restore, cl.Spec.Bootstrap.Restore) || seed.Spec.Restore == cl.Spec.Bootstrap.Restore {
+		t.Errorf("seed restore %+v, want a copy of %+v", seed.Spec.Restore, cl.Spec.Bootstrap.Restore)
+	}
+	if m := newMember(cl, false, hash); m.Spec.Restore != nil {
+		t.Errorf("a joiner carries restore %+v", m.Spec.Restore)
+	}
 }

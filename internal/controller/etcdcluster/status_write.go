@@ -82,7 +82,7 @@ func (x *executor) transitionEvents(was, now *etcdv1alpha2.EtcdCluster) {
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonCertManagerNotInstalled},
 		{etcdv1alpha2.ConditionDegraded, membership.ReasonTLSSecretMissing},
 		{etcdv1alpha2.ConditionDegraded, membership.ReasonCertificateInvalid},
-		{etcdv1alpha2.ConditionDegraded, membership.ReasonFeatureNotSupported},
+		{etcdv1alpha2.ConditionAvailable, membership.ReasonRestoreFailed},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonDeadlineExceeded},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonBootstrapStalled},
 		{etcdv1alpha2.ConditionProgressing, membership.ReasonStorageExpansionUnsupported},

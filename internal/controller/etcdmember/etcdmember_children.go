@@ -179,6 +179,14 @@ func (r *Reconciler) createPod(ctx context.Context, sc *scope) (step.Result, err
 		sc.notes.podBlocked = "the parent EtcdCluster could not be read, so the initial cluster state is unknown"
 		return step.Result{}, errors.Join(err, sc.parentErr)
 	}
+	if desired.Restores(m, desired.Inputs{State: state}) && r.guardImage == "" {
+		// The restore agent comes from the operator's image; a seed started without it would
+		// found an empty cluster instead of the snapshot's. Only an operator restart changes
+		// the image, so there is nothing to requeue for.
+		sc.notes.podBlocked = "restoring the seed from a snapshot needs the operator's own image, which holds the restore agent: " +
+			"run the operator in a Pod, or set --data-guard-image"
+		return step.Stop("restore without the operator's image"), nil
+	}
 	if m.Spec.Storage.Medium != etcdv1alpha2.StorageMediumMemory && !sc.pvcOwned {
 		sc.notes.podBlocked = "PVC " + desired.PVCName(m.Name) + " does not exist yet"
 		return step.Stop("no PVC"), nil

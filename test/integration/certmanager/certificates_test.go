@@ -180,9 +180,9 @@ type notInstalled struct{}
 func (notInstalled) CertManagerInstalled() (bool, error) { return false, nil }
 
 // TestNoCertificatesWithoutCertManager: while the probe says cert-manager's API is not served,
-// a cluster asking cert-manager for its peer certificate (supported, unlike client TLS, which
-// would be refused as FeatureNotSupported first) waits as Available=False/CertManagerNotInstalled,
-// and no Certificate is created (here the CRDs exist, so a create would have succeeded).
+// a cluster asking cert-manager for its peer certificate waits as
+// Available=False/CertManagerNotInstalled, and no Certificate is created (here the CRDs exist,
+// so a create would have succeeded).
 func TestNoCertificatesWithoutCertManager(t *testing.T) {
 	t.Parallel()
 	ns := apiserver.NewNamespace(t, k8s, "certmanager-")

@@ -58,6 +58,10 @@ type realEtcd struct {
 	// onData says, by Pod name, whether its last process started on a data directory that
 	// already held a member (a restart from a persistent volume).
 	onData map[string]bool
+	// etcdutl is the etcdutl a restore init container runs (restoreInit); restoreAfter holds
+	// back a failed restore's next attempt, as the kubelet's back-off does.
+	etcdutl      string
+	restoreAfter map[types.UID]time.Time
 }
 
 // newRealWorld is a world whose Pods run real etcd processes (realEtcd), with the real
@@ -66,7 +70,8 @@ func newRealWorld(t *testing.T) *world {
 	t.Helper()
 	etcdproc.RequireBinary(t)
 	w := newWorld(t)
-	r := &realEtcd{t: t, ns: w.ns, dir: t.TempDir(), base: loopbackNet(t), hosts: map[string]string{}, procs: map[types.UID]*etcdproc.Member{}, cluster: map[types.UID]string{}, onData: map[string]bool{}}
+	r := &realEtcd{t: t, ns: w.ns, dir: t.TempDir(), base: loopbackNet(t), hosts: map[string]string{}, procs: map[types.UID]*etcdproc.Member{},
+		cluster: map[types.UID]string{}, onData: map[string]bool{}, restoreAfter: map[types.UID]time.Time{}}
 	w.kubeletOnly, w.real = true, r
 	w.pool = etcdclient.NewPool(etcdclient.WithDialer(r.dial))
 	t.Cleanup(r.close)
@@ -269,6 +274,9 @@ func (r *realEtcd) run(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	ip := r.ipFor(advertised)
+	if done, err := r.restoreInit(ctx, pod, filepath.Join(r.dir, volume)); !done || err != nil {
+		return err
+	}
 	r.mu.Lock()
 	fail := r.failIf != nil && r.failIf(pod)
 	r.mu.Unlock()

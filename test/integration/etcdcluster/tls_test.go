@@ -72,47 +72,6 @@ func (w *world) noMembers(name string) {
 	}
 }
 
-// TestUnsupportedFeaturesRefused asks for what this operator does not build yet: a restore from
-// a snapshot (TLS, from Secrets or cert-manager, and auth are built). It must be refused by name
-// (docs/design/membership-flows.md, "Features not supported yet"): Available=False,
-// Progressing=False and Degraded=True with reason FeatureNotSupported naming the field, one
-// Warning, and no EtcdMember, so no etcd starts that would ignore it (before, the restore booted
-// an empty cluster under a new cluster ID).
-func TestUnsupportedFeaturesRefused(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	w.startController()
-	restore := &etcdv1alpha2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "restore"},
-		Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: "3.6.5",
-			Storage: etcdv1alpha2.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
-			Bootstrap: &etcdv1alpha2.BootstrapSpec{Restore: &etcdv1alpha2.RestoreSpec{Source: etcdv1alpha2.SnapshotLocation{
-				PVC: &etcdv1alpha2.PVCSnapshotLocation{ClaimName: "backups", SubPath: "etcd/snap.db"}}}}},
-	}
-	if err := w.createCluster(restore); err != nil {
-		t.Fatal(err)
-	}
-	for name, fields := range map[string][]string{
-		"restore": {"spec.bootstrap.restore (restore from a snapshot"},
-	} {
-		for _, c := range []struct {
-			t  string
-			st metav1.ConditionStatus
-		}{{etcdv1alpha2.ConditionAvailable, metav1.ConditionFalse}, {etcdv1alpha2.ConditionProgressing, metav1.ConditionFalse},
-			{etcdv1alpha2.ConditionDegraded, metav1.ConditionTrue}} {
-			wait.Eventually(t, convergeTimeout, name+": "+c.t+" FeatureNotSupported",
-				w.condition(name, c.t, c.st, membership.ReasonFeatureNotSupported, append(fields, "not supported yet", "no member is started")...))
-		}
-	}
-	// Across the passes that follow, nothing is created and nothing announced twice.
-	for end := time.Now().Add(tlsSecretWait); time.Now().Before(end); time.Sleep(time.Second) {
-		w.noMembers("restore")
-	}
-	if n := w.eventCount("restore", membership.ReasonFeatureNotSupported); n != 1 {
-		t.Errorf("restore: %d FeatureNotSupported Events, want 1", n)
-	}
-}
-
 // TestTLSSecretMissing names a peer TLS Secret that does not exist: Degraded=True/TLSSecretMissing
 // naming it, no member; once the Secret is created the fixed requeue picks it up and the seed is
 // created.
