@@ -288,8 +288,8 @@ func claimDir(f *framework.Test, volumes framework.Volumes, claim string) (strin
 	return dir, err
 }
 
-// TestRestoreFromPVCSnapshot takes a snapshot to a PVC under write traffic, then creates a new
-// 3-member cluster restored from it (docs/backup-restore.md, "Restore"): the new cluster forms
+// TestRestoreFromPVCSnapshot writes 100 keys and takes a snapshot to a PVC under write traffic,
+// then creates a new 3-member cluster restored from it (docs/backup-restore.md, "Restore"): the new cluster forms
 // under a new cluster ID and holds exactly the keys, values and modification revisions the
 // source held at the snapshot's revision.
 func TestRestoreFromPVCSnapshot(t *testing.T) {
@@ -300,6 +300,12 @@ func TestRestoreFromPVCSnapshot(t *testing.T) {
 	createCluster(f, newCluster(f, src, 3))
 	source := waitConverged(f, src, 3, bootstrapTimeout)
 	load := startLoad(f, src)
+	srcCli, _ := dialVoters(f, src)
+	for i := range 100 {
+		if _, err := srcCli.Put(f.Ctx, fmt.Sprintf("restore/%03d", i), fmt.Sprintf("value-%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	waitAcked(f, load.gen, 200)
 	createClaim(f, "backups")
 	snap := &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "before-restore", Namespace: f.Namespace},
@@ -324,7 +330,6 @@ func TestRestoreFromPVCSnapshot(t *testing.T) {
 	if restored.Status.ClusterID == "" || restored.Status.ClusterID == source.Status.ClusterID {
 		t.Errorf("restored cluster ID %q, source %q: want a new one", restored.Status.ClusterID, source.Status.ClusterID)
 	}
-	srcCli, _ := dialVoters(f, src)
 	dstCli, _ := dialVoters(f, dst)
 	want, err := srcCli.Get(f.Ctx, "", clientv3.WithPrefix(), clientv3.WithRev(snap.Status.Artifact.Revision))
 	if err != nil {
@@ -334,7 +339,7 @@ func TestRestoreFromPVCSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(want.Kvs) == 0 || len(got.Kvs) != len(want.Kvs) {
+	if len(want.Kvs) < 100 || len(got.Kvs) != len(want.Kvs) {
 		t.Fatalf("restored %d keys, the source held %d at revision %d", len(got.Kvs), len(want.Kvs), snap.Status.Artifact.Revision)
 	}
 	for i := range want.Kvs {
