@@ -301,11 +301,7 @@ func TestRestoreFromPVCSnapshot(t *testing.T) {
 	source := waitConverged(f, src, 3, bootstrapTimeout)
 	load := startLoad(f, src)
 	srcCli, _ := dialVoters(f, src)
-	for i := range 100 {
-		if _, err := srcCli.Put(f.Ctx, fmt.Sprintf("restore/%03d", i), fmt.Sprintf("value-%03d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putKeys(f, srcCli, "restore/", 100)
 	waitAcked(f, load.gen, 200)
 	createClaim(f, "backups")
 	snap := &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "before-restore", Namespace: f.Namespace},
@@ -327,6 +323,26 @@ func TestRestoreFromPVCSnapshot(t *testing.T) {
 	createCluster(f, ec)
 	restored := waitConverged(f, dst, 3, bootstrapTimeout)
 	f.Record("restore-3-from-pvc", since(start), "EtcdCluster with bootstrap.restore created → 3 members converged")
+	requireRestoredFrom(f, srcCli, source, restored, snap)
+}
+
+// putKeys writes n keys under prefix, each acknowledged.
+func putKeys(f *framework.Test, cli *clientv3.Client, prefix string, n int) {
+	f.T.Helper()
+	for i := range n {
+		if _, err := cli.Put(f.Ctx, fmt.Sprintf("%s%03d", prefix, i), fmt.Sprintf("value-%03d", i)); err != nil {
+			f.T.Fatal(err)
+		}
+	}
+}
+
+// requireRestoredFrom checks that restored, bootstrapped from snap of source, has a new cluster
+// ID and holds exactly the keys, values and modification revisions that source (read through
+// srcCli) held at the snapshot's revision.
+func requireRestoredFrom(f *framework.Test, srcCli *clientv3.Client, source, restored *etcdv1alpha2.EtcdCluster, snap *etcdv1alpha2.EtcdSnapshot) {
+	f.T.Helper()
+	t := f.T
+	dst := restored.Name
 	if restored.Status.ClusterID == "" || restored.Status.ClusterID == source.Status.ClusterID {
 		t.Errorf("restored cluster ID %q, source %q: want a new one", restored.Status.ClusterID, source.Status.ClusterID)
 	}
@@ -351,5 +367,5 @@ func TestRestoreFromPVCSnapshot(t *testing.T) {
 	if got.Header.Revision < snap.Status.Artifact.Revision {
 		t.Errorf("restored revision %d, below the snapshot's %d", got.Header.Revision, snap.Status.Artifact.Revision)
 	}
-	f.RecordCount("restore-keys-compared", int64(len(got.Kvs)), "keys, values and mod revisions equal to the source at the snapshot's revision")
+	f.RecordCount("restore-keys-compared-"+dst, int64(len(got.Kvs)), "keys, values and mod revisions equal to the source at the snapshot's revision")
 }

@@ -69,6 +69,10 @@ type Options struct {
 	AccessKey, SecretKey string
 	// StartTimeout bounds the wait for readiness; DefaultStartTimeout when zero.
 	StartTimeout time.Duration
+	// Host is the IPv4 address every component binds to and advertises; 127.0.0.1 when empty.
+	// e2e tests pass the local cluster's host address, which Pods can reach
+	// (docs/local-cluster.md, "S3 server").
+	Host string
 	// ExtraArgs are appended to the flags of `weed server` (hack/s3server/doc.go); the last
 	// occurrence of a flag wins.
 	ExtraArgs []string
@@ -76,7 +80,7 @@ type Options struct {
 
 // Server is one running S3 server.
 type Server struct {
-	// Endpoint is the S3 API's base URL, http://127.0.0.1:<port>.
+	// Endpoint is the S3 API's base URL, http://<Options.Host>:<port>.
 	Endpoint string
 	// AccessKey and SecretKey are the credentials of the server's identity.
 	AccessKey, SecretKey string
@@ -137,16 +141,19 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := writeIdentities(configPath, opts.AccessKey, opts.SecretKey); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(len(portFlags))
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	ports, err := freePorts(opts.Host, len(portFlags))
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-dir=" + dataDir, "-s3.config=" + configPath}
+	args := []string{"-dir=" + dataDir, "-s3.config=" + configPath, "-ip=" + opts.Host, "-ip.bind=" + opts.Host}
 	for i, flag := range portFlags {
 		args = append(args, fmt.Sprintf("-%s=%d", flag, ports[i]))
 	}
 	args = append(args, opts.ExtraArgs...)
-	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(ports[6])
+	s.Endpoint = "http://" + net.JoinHostPort(opts.Host, strconv.Itoa(ports[6]))
 	// Unix sockets SeaweedFS makes beside its TCP listeners, at paths derived from the ports
 	// (pb.RegisterLocalGrpcSocket, -filer.localSocket and -s3.localSocket defaults); a killed
 	// server leaves them behind, so Close removes them.
@@ -385,7 +392,7 @@ func randomHex(n int) string {
 // ephemeral range, for the reason test/utils/etcdproc gives: outgoing connections draw their
 // ports from that range and could take one between the choice and the server's bind. The
 // listeners stay open until all n are chosen, so no port is handed out twice.
-func freePorts(n int) ([]int, error) {
+func freePorts(host string, n int) ([]int, error) {
 	low := ephemeralLow()
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
@@ -395,13 +402,13 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	for tries := 0; len(ports) < n; tries++ {
-		addr := "127.0.0.1:0"
+		addr := net.JoinHostPort(host, "0")
 		if low > minChosenPort && tries < 1000 {
-			addr = fmt.Sprintf("127.0.0.1:%d", minChosenPort+mathrand.IntN(low-minChosenPort)) //nolint:gosec // G404: spreads test ports, not security
+			addr = net.JoinHostPort(host, strconv.Itoa(minChosenPort+mathrand.IntN(low-minChosenPort))) //nolint:gosec // G404: spreads test ports, not security
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			if addr != "127.0.0.1:0" {
+			if addr != net.JoinHostPort(host, "0") {
 				continue // taken: try another
 			}
 			return nil, fmt.Errorf("finding a free port: %w", err)

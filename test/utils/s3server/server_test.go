@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -221,4 +223,24 @@ func assertAPIError(t *testing.T, err error, status int, codes ...string) {
 		}
 	}
 	t.Fatalf("error code %q (%v), want one of %v", apiErr.ErrorCode(), err, codes)
+}
+
+// TestServerOnAnotherAddress: Options.Host moves every listener and the endpoint there (e2e
+// tests use the local cluster's host address), and nothing answers on 127.0.0.1 at its port.
+func TestServerOnAnotherAddress(t *testing.T) {
+	t.Parallel()
+	srv := s3server.StartForTest(t, s3server.Options{Host: "127.0.0.2"})
+	u, err := url.Parse(srv.Endpoint)
+	if err != nil || u.Hostname() != "127.0.0.2" {
+		t.Fatalf("endpoint %s (%v), want one on 127.0.0.2", srv.Endpoint, err)
+	}
+	bucket := srv.CreateBucketForTest(t)
+	srv.PutObjectForTest(t, bucket, "k", []byte("v"))
+	if body, _ := srv.ObjectForTest(t, bucket, "k"); string(body) != "v" {
+		t.Errorf("read back %q", body)
+	}
+	if conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", u.Port())); err == nil {
+		_ = conn.Close()
+		t.Errorf("127.0.0.1:%s answers: the server did not bind only to its Host", u.Port())
+	}
 }

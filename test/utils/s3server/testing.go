@@ -1,9 +1,13 @@
 package s3server
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"os"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // RequireBinary returns the server binary, or skips the test with the reason when
@@ -58,4 +62,27 @@ func (s *Server) CreateBucketForTest(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return name
+}
+
+// ObjectForTest returns the body and user metadata of bucket/key; it fails the test on error.
+func (s *Server) ObjectForTest(tb testing.TB, bucket, key string) ([]byte, map[string]string) {
+	tb.Helper()
+	out, err := s.Client().GetObject(tb.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		tb.Fatalf("GetObject %s/%s: %v", bucket, key, err)
+	}
+	defer func() { _ = out.Body.Close() }()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		tb.Fatalf("reading %s/%s: %v", bucket, key, err)
+	}
+	return body, out.Metadata
+}
+
+// PutObjectForTest stores body at bucket/key; it fails the test on error.
+func (s *Server) PutObjectForTest(tb testing.TB, bucket, key string, body []byte) {
+	tb.Helper()
+	if _, err := s.Client().PutObject(tb.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body)}); err != nil {
+		tb.Fatalf("PutObject %s/%s: %v", bucket, key, err)
+	}
 }
