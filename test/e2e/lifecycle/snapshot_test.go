@@ -152,7 +152,7 @@ func requireArtifact(f *framework.Test, dir string, snap *etcdv1alpha2.EtcdSnaps
 	if a == nil || n != a.SizeBytes || a.Checksum != "sha256:"+sum || a.Revision <= 0 || !strings.HasSuffix(a.URI, "/e2e/"+snap.Name+".db") {
 		f.T.Errorf("file %s: %d bytes, sha256 %s; status.artifact %+v", path, n, sum, a)
 	}
-	f.RecordBytes("snapshot-size", n, "a snapshot of 3 members after 100+ writes")
+	f.RecordBytes("snapshot-size", n, "the artifact on the claim")
 	sidecar, err := os.ReadFile(path + ".sha256")
 	if err != nil || !strings.HasPrefix(string(sidecar), sum+"  "+snap.Name+".db") {
 		f.T.Errorf("sidecar %s.sha256 = %q (%v), want the file's sum", path, sidecar, err)
