@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
@@ -71,7 +72,7 @@ func newSnapshotSource(ctx context.Context, t *testing.T, dir string) *snapshotS
 	env := map[string]string{
 		snapshot.EnvEndpoints: strings.Join(c.Endpoints(), ","), snapshot.EnvSnapshotName: "nightly", snapshot.EnvSnapshotUID: "uid-nightly",
 		snapshot.EnvDestination: snapshot.DestinationPVC, snapshot.EnvPVCDir: dir, snapshot.EnvPVCClaim: restoreClaim, snapshot.EnvPVCSubPath: "etcd",
-		snapshot.EnvTerminationMessagePath: term,
+		agentenv.EnvTerminationMessagePath: term,
 	}
 	var log bytes.Buffer
 	if code := snapshotagent.Run(ctx, nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log); code != 0 {

@@ -19,6 +19,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/guard"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
@@ -121,7 +122,7 @@ func (s *source) snapshotToPVC(ctx context.Context, t *testing.T, dir, name stri
 func takeSnapshot(ctx context.Context, t *testing.T, env map[string]string) snapshot.Result {
 	t.Helper()
 	term := filepath.Join(t.TempDir(), "termination-log")
-	env[snapshot.EnvTerminationMessagePath] = term
+	env[agentenv.EnvTerminationMessagePath] = term
 	var log bytes.Buffer
 	if code := snapshotagent.Run(ctx, nil, lookup(env), &log); code != 0 {
 		t.Fatalf("snapshot agent exited %d: %s", code, log.String())
@@ -192,7 +193,7 @@ func (tg *target) pvcEnv(dir, name string) map[string]string {
 func runRestore(ctx context.Context, t *testing.T, env map[string]string) (int, restore.Result) {
 	t.Helper()
 	term := filepath.Join(t.TempDir(), "termination-log")
-	env[snapshot.EnvTerminationMessagePath] = term
+	env[agentenv.EnvTerminationMessagePath] = term
 	var log bytes.Buffer
 	code := restoreagent.Run(ctx, nil, lookup(env), &log)
 	data, err := os.ReadFile(term)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
@@ -21,7 +22,7 @@ import (
 func (tg *target) s3Env(t *testing.T, srv *s3server.Server, bucket, key string) map[string]string {
 	t.Helper()
 	creds := t.TempDir()
-	for name, value := range map[string]string{snapshot.EnvAWSAccessKeyID: srv.AccessKey, snapshot.EnvAWSSecretAccessKey: srv.SecretKey + "\n"} {
+	for name, value := range map[string]string{agentenv.EnvAWSAccessKeyID: srv.AccessKey, agentenv.EnvAWSSecretAccessKey: srv.SecretKey + "\n"} {
 		if err := os.WriteFile(filepath.Join(creds, name), []byte(value), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +53,7 @@ func TestRestoreFromS3(t *testing.T) {
 		snapshot.EnvEndpoints: strings.Join(src.c.Endpoints(), ","), snapshot.EnvSnapshotName: "nightly", snapshot.EnvSnapshotUID: "uid-1",
 		snapshot.EnvDestination: snapshot.DestinationS3, snapshot.EnvS3Endpoint: srv.Endpoint, snapshot.EnvS3Bucket: bucket,
 		snapshot.EnvS3Key: "prod/etcd", snapshot.EnvS3ForcePathStyle: "true",
-		snapshot.EnvAWSAccessKeyID: srv.AccessKey, snapshot.EnvAWSSecretAccessKey: srv.SecretKey,
+		agentenv.EnvAWSAccessKeyID: srv.AccessKey, agentenv.EnvAWSSecretAccessKey: srv.SecretKey,
 	})
 	src.writeAfter(ctx, t)
 	key := "prod/etcd/nightly.db"
@@ -107,7 +108,7 @@ func TestRestoreFromS3(t *testing.T) {
 func wrongSecret(t *testing.T) func(env map[string]string) {
 	t.Helper()
 	return func(env map[string]string) {
-		if err := os.WriteFile(filepath.Join(env[restore.EnvS3CredentialsDir], snapshot.EnvAWSSecretAccessKey), []byte("wrong-secret"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(env[restore.EnvS3CredentialsDir], agentenv.EnvAWSSecretAccessKey), []byte("wrong-secret"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

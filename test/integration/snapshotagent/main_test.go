@@ -19,6 +19,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
@@ -101,7 +102,7 @@ func pvcEnv(c *etcdproc.Cluster, dir, name, uid string) map[string]string {
 func runAgent(ctx context.Context, t *testing.T, env map[string]string) (int, snapshot.Result) {
 	t.Helper()
 	term := filepath.Join(t.TempDir(), "termination-log")
-	env[snapshot.EnvTerminationMessagePath] = term
+	env[agentenv.EnvTerminationMessagePath] = term
 	var log bytes.Buffer
 	code := snapshotagent.Run(ctx, nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log)
 	data, err := os.ReadFile(term)

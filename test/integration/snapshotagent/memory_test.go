@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
@@ -231,14 +232,14 @@ func measureSnapshot(t *testing.T, bin string, size int, toS3 bool) (processFigu
 	if toS3 {
 		env, cacheGlob = s3Env(c, srv, srv.CreateBucketForTest(t), "large", "uid-large"), ""
 	}
-	env[snapshot.EnvTerminationMessagePath] = filepath.Join(t.TempDir(), "termination-log")
+	env[agentenv.EnvTerminationMessagePath] = filepath.Join(t.TempDir(), "termination-log")
 	agent := exec.CommandContext(ctx, bin, "snapshot-agent")
 	agent.Env = []string{"GODEBUG=gctrace=1"}
 	for k, v := range env {
 		agent.Env = append(agent.Env, k+"="+v)
 	}
 	got := runMeasured(t, agent, cacheGlob)
-	data, err := os.ReadFile(env[snapshot.EnvTerminationMessagePath])
+	data, err := os.ReadFile(env[agentenv.EnvTerminationMessagePath])
 	if err != nil {
 		t.Fatal(err)
 	}

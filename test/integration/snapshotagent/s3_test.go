@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
@@ -35,8 +36,8 @@ func s3Env(c *etcdproc.Cluster, srv *s3server.Server, bucket, name, uid string) 
 		snapshot.EnvS3Bucket:           bucket,
 		snapshot.EnvS3Key:              "prod/etcd/",
 		snapshot.EnvS3ForcePathStyle:   "true",
-		snapshot.EnvAWSAccessKeyID:     srv.AccessKey,
-		snapshot.EnvAWSSecretAccessKey: srv.SecretKey,
+		agentenv.EnvAWSAccessKeyID:     srv.AccessKey,
+		agentenv.EnvAWSSecretAccessKey: srv.SecretKey,
 	}
 }
 
@@ -139,8 +140,8 @@ func checkS3Failures(ctx context.Context, t *testing.T, c *etcdproc.Cluster, srv
 		edit func(env map[string]string)
 		want snapshot.Reason
 	}{
-		"wrong secret":   {func(env map[string]string) { env[snapshot.EnvAWSSecretAccessKey] = "wrong-secret" }, snapshot.ReasonAccessDenied},
-		"unknown key":    {func(env map[string]string) { env[snapshot.EnvAWSAccessKeyID] = "AKIDUNKNOWN" }, snapshot.ReasonAccessDenied},
+		"wrong secret":   {func(env map[string]string) { env[agentenv.EnvAWSSecretAccessKey] = "wrong-secret" }, snapshot.ReasonAccessDenied},
+		"unknown key":    {func(env map[string]string) { env[agentenv.EnvAWSAccessKeyID] = "AKIDUNKNOWN" }, snapshot.ReasonAccessDenied},
 		"missing bucket": {func(env map[string]string) { env[snapshot.EnvS3Bucket] = "no-such-bucket" }, snapshot.ReasonBucketNotFound},
 		"endpoint down":  {func(env map[string]string) { env[snapshot.EnvS3Endpoint] = "http://" + closedAddress(t) }, snapshot.ReasonStoreUnreachable},
 	}
@@ -192,14 +193,14 @@ func TestSnapshotToS3OverTLSWithPrivateCA(t *testing.T) {
 	endpoint, caFile := tlsProxy(t, srv.Endpoint)
 
 	creds := t.TempDir()
-	for name, value := range map[string]string{snapshot.EnvAWSAccessKeyID: srv.AccessKey, snapshot.EnvAWSSecretAccessKey: srv.SecretKey} {
+	for name, value := range map[string]string{agentenv.EnvAWSAccessKeyID: srv.AccessKey, agentenv.EnvAWSSecretAccessKey: srv.SecretKey} {
 		if err := os.WriteFile(filepath.Join(creds, name), []byte(value), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	env := s3Env(c, srv, bucket, "private-ca", "uid-tls")
-	delete(env, snapshot.EnvAWSAccessKeyID)
-	delete(env, snapshot.EnvAWSSecretAccessKey)
+	delete(env, agentenv.EnvAWSAccessKeyID)
+	delete(env, agentenv.EnvAWSSecretAccessKey)
 	env[snapshot.EnvS3CredentialsDir] = creds
 	env[snapshot.EnvS3Endpoint] = endpoint
 	untrusted := maps.Clone(env)
