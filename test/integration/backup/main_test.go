@@ -32,20 +32,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "registering the API types:", err)
 		return 1
 	}
-	env, cfg, err := apiserver.Start(nil)
+	srv, err := apiserver.StartShared(scheme.Scheme)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
-		}
-	}()
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "building a client:", err)
-		return 1
-	}
+	defer srv.Stop()
+	k8sClient = srv.Client
 	return m.Run()
 }

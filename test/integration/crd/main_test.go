@@ -46,22 +46,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "registering the API types:", err)
 		return 1
 	}
-	env, cfg, err := apiserver.Start(nil)
+	srv, err := apiserver.StartShared(scheme.Scheme)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	testEnv = env
-	defer func() {
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
-		}
-	}()
-	restConfig = cfg
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "building a client:", err)
-		return 1
-	}
+	defer srv.Stop()
+	testEnv, restConfig, k8sClient = srv.Env, srv.Config, srv.Client
 	return m.Run()
 }

@@ -46,27 +46,18 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false), zap.Level(zapLevel())))
-	testEnv, cfg, err := apiserver.Start(nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
-		}
-	}()
-	restConfig = cfg
 	s, err := operator.NewScheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	scheme = s
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	srv, err := apiserver.StartShared(scheme)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "building a client:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer srv.Stop()
+	restConfig, k8s = srv.Config, srv.Client
 	return m.Run()
 }

@@ -36,13 +36,11 @@ const restoreClaim = "backups"
 // etcdutlOf is the etcdutl of minor from ETCD_BIN_DIRS; the test is skipped without it.
 func etcdutlOf(t *testing.T, minor string) string {
 	t.Helper()
-	for d := range strings.SplitSeq(os.Getenv("ETCD_BIN_DIRS"), ":") {
-		if d != "" && strings.Contains(filepath.Base(d), "v"+minor+".") {
-			return filepath.Join(d, "etcdutl")
-		}
+	dir, _, ok := etcdproc.FindRelease(minor)
+	if !ok {
+		t.Skipf("no etcd %s in %s (set it to the output of `go run ./hack/binaries etcd`)", minor, etcdproc.EnvBinDirs)
 	}
-	t.Skipf("no etcd %s in ETCD_BIN_DIRS (set it to the output of `go run ./hack/binaries etcd`)", minor)
-	return ""
+	return filepath.Join(dir, "etcdutl")
 }
 
 // snapshotSource is an etcd holding keys, with a snapshot of it taken by the snapshot agent onto

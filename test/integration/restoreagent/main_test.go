@@ -40,24 +40,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("ETCD_BIN_DIRS") == "" {
-		fmt.Fprintln(os.Stderr, "ETCD_BIN_DIRS is not set: run these tests with `make test`, or set it to the folders "+
-			"printed by `go run ./hack/binaries etcd`, colon-separated")
+	if err := etcdproc.CheckBinDirs(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
-}
-
-// binDir is the folder holding etcd, etcdctl and etcdutl of minor, and the full version.
-func binDir(t *testing.T, minor string) (string, string) {
-	t.Helper()
-	for d := range strings.SplitSeq(os.Getenv("ETCD_BIN_DIRS"), ":") {
-		if _, v, ok := strings.Cut(filepath.Base(d), "-v"); ok && strings.HasPrefix(v, minor+".") {
-			return d, v
-		}
-	}
-	t.Fatalf("no etcd %s in ETCD_BIN_DIRS=%q", minor, os.Getenv("ETCD_BIN_DIRS"))
-	return "", ""
 }
 
 // source is a running one-member cluster holding a known keyspace.
@@ -71,7 +58,7 @@ type source struct {
 // that a restored keyspace differs from a fresh one in every way that matters.
 func startSource(ctx context.Context, t *testing.T, minor string) *source {
 	t.Helper()
-	dir, _ := binDir(t, minor)
+	dir, _ := etcdproc.RequireRelease(t, minor)
 	c := etcdproc.StartForTest(ctx, t, etcdproc.Options{Binary: filepath.Join(dir, "etcd")})
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 10 * time.Second})
 	if err != nil {
@@ -152,7 +139,7 @@ type target struct {
 
 func newTarget(t *testing.T, minor string) *target {
 	t.Helper()
-	dir, v := binDir(t, minor)
+	dir, v := etcdproc.RequireRelease(t, minor)
 	c, err := etcdproc.NewCluster(etcdproc.Options{Binary: filepath.Join(dir, "etcd"), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +283,7 @@ func sameKeyspace(ctx context.Context, t *testing.T, src *source, restored *clie
 // recorded version.
 func etcdctlSnapshot(ctx context.Context, t *testing.T, src *source, file string) {
 	t.Helper()
-	dir, _ := binDir(t, src.minor)
+	dir, _ := etcdproc.RequireRelease(t, src.minor)
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
 // TestRestoreFromPVC restores a snapshot the snapshot agent stored on a claim, for every
@@ -162,7 +163,7 @@ func TestRestoreUnverifiedSnapshot(t *testing.T) {
 // snapshotRevision is the revision `etcdutl snapshot status` reads from a snapshot file.
 func snapshotRevision(t *testing.T, file string) int64 {
 	t.Helper()
-	dir, _ := binDir(t, "3.6")
+	dir, _ := etcdproc.RequireRelease(t, "3.6")
 	out, err := exec.Command(filepath.Join(dir, "etcdutl"), "snapshot", "status", file, "-w", "json").Output()
 	if err != nil {
 		t.Fatalf("etcdutl snapshot status: %v", err)

@@ -254,7 +254,8 @@ func measureSnapshot(t *testing.T, bin string, size int, toS3 bool) (processFigu
 		checkArtifact(t, artifactPath(env, "large"), res)
 	}
 
-	etcdctl := exec.CommandContext(ctx, filepath.Join(binDir(t, "3.6"), "etcdctl"), "--endpoints", c.Members[0].ClientURL,
+	dir, _ := etcdproc.RequireRelease(t, "3.6")
+	etcdctl := exec.CommandContext(ctx, filepath.Join(dir, "etcdctl"), "--endpoints", c.Members[0].ClientURL,
 		"snapshot", "save", filepath.Join(t.TempDir(), "etcdctl.db"))
 	ref := runMeasured(t, etcdctl, "")
 
@@ -267,8 +268,8 @@ func measureSnapshot(t *testing.T, bin string, size int, toS3 bool) (processFigu
 	return got, res
 }
 
-// dropBehindWindow is the agent's: no more than this may stay cached once the artifact is
-// stored.
+// dropBehindWindow is the agent's (internal/agentio, DropBehind): no more than this may stay
+// cached once the artifact is stored.
 const dropBehindWindow = 8 << 20
 
 // residentBytes is how much of the file at path is in the page cache.
