@@ -1,7 +1,6 @@
 package etcdcluster_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,13 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
-	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdmember"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
@@ -66,23 +64,13 @@ func newSnapshotSource(ctx context.Context, t *testing.T, dir string) *snapshotS
 			t.Fatal(err)
 		}
 	}
-	term := filepath.Join(t.TempDir(), "termination-log")
 	env := map[string]string{
 		snapshot.EnvEndpoints: strings.Join(c.Endpoints(), ","), snapshot.EnvSnapshotName: "nightly", snapshot.EnvSnapshotUID: "uid-nightly",
 		snapshot.EnvDestination: snapshot.DestinationPVC, snapshot.EnvPVCDir: dir, snapshot.EnvPVCClaim: restoreClaim, snapshot.EnvPVCSubPath: "etcd",
-		agentenv.EnvTerminationMessagePath: term,
 	}
-	var log bytes.Buffer
-	if code := snapshotagent.Run(ctx, nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log); code != 0 {
-		t.Fatalf("snapshot agent: exit %d: %s", code, log.String())
-	}
-	data, err := os.ReadFile(term)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := snapshot.ParseTerminationMessage(data)
-	if err != nil {
-		t.Fatal(err)
+	code, res := agentrun.Snapshot(ctx, t, env)
+	if code != 0 {
+		t.Fatalf("snapshot agent: exit %d: %s", code, res.Message)
 	}
 	for i := range 5 {
 		if _, err := cli.Put(ctx, fmt.Sprintf("after/%d", i), "not in the snapshot"); err != nil {

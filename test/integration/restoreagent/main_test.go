@@ -7,7 +7,6 @@
 package restoreagent_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -19,14 +18,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/guard"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
-	"github.com/etcd-operator/etcd-operator/internal/restoreagent"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
@@ -91,6 +88,16 @@ func (s *source) writeAfter(ctx context.Context, t *testing.T) {
 	}
 }
 
+// takeSnapshot runs the snapshot agent with env; it must succeed.
+func takeSnapshot(ctx context.Context, t *testing.T, env map[string]string) snapshot.Result {
+	t.Helper()
+	code, res := agentrun.Snapshot(ctx, t, env)
+	if code != 0 {
+		t.Fatalf("snapshot agent exited %d: %s", code, res.Message)
+	}
+	return res
+}
+
 // snapshotToPVC takes a snapshot with the snapshot agent into folder dir (a claim's root)
 // under etcd/, and returns the agent's result.
 func (s *source) snapshotToPVC(ctx context.Context, t *testing.T, dir, name string) snapshot.Result {
@@ -104,29 +111,6 @@ func (s *source) snapshotToPVC(ctx context.Context, t *testing.T, dir, name stri
 		snapshot.EnvPVCClaim:     claim,
 		snapshot.EnvPVCSubPath:   "etcd",
 	})
-}
-
-func takeSnapshot(ctx context.Context, t *testing.T, env map[string]string) snapshot.Result {
-	t.Helper()
-	term := filepath.Join(t.TempDir(), "termination-log")
-	env[agentenv.EnvTerminationMessagePath] = term
-	var log bytes.Buffer
-	if code := snapshotagent.Run(ctx, nil, lookup(env), &log); code != 0 {
-		t.Fatalf("snapshot agent exited %d: %s", code, log.String())
-	}
-	data, err := os.ReadFile(term)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := snapshot.ParseTerminationMessage(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
-func lookup(env map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 }
 
 // target is an etcd member, not started, whose data dir the restore fills.
@@ -174,27 +158,6 @@ func (tg *target) pvcEnv(dir, name string) map[string]string {
 	env[restore.EnvPVCClaim] = claim
 	env[restore.EnvPVCPath] = "etcd/" + snapshot.ArtifactFileName(name)
 	return env
-}
-
-// runRestore runs the agent in-process and returns its exit code and result.
-func runRestore(ctx context.Context, t *testing.T, env map[string]string) (int, restore.Result) {
-	t.Helper()
-	term := filepath.Join(t.TempDir(), "termination-log")
-	env[agentenv.EnvTerminationMessagePath] = term
-	var log bytes.Buffer
-	code := restoreagent.Run(ctx, nil, lookup(env), &log)
-	data, err := os.ReadFile(term)
-	if err != nil {
-		t.Fatalf("no termination message (log: %s): %v", log.String(), err)
-	}
-	res, err := restore.ParseTerminationMessage(data)
-	if err != nil {
-		t.Fatalf("termination message %s: %v", data, err)
-	}
-	if code != 0 {
-		t.Logf("restore agent exited %d: %s", code, log.String())
-	}
-	return code, res
 }
 
 // noMember fails when the target's data dir holds member/ or anything but what was there.

@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
 )
 
@@ -59,7 +60,7 @@ func TestRestoreFromS3(t *testing.T) {
 	key := "prod/etcd/nightly.db"
 
 	tg := newTarget(t, "3.6")
-	code, res := runRestore(ctx, t, tg.s3Env(t, srv, bucket, key))
+	code, res := agentrun.Restore(ctx, t, tg.s3Env(t, srv, bucket, key))
 	want := restore.Result{Outcome: restore.OutcomeRestored, URI: snap.URI, SizeBytes: snap.SizeBytes, Checksum: snap.Checksum,
 		Verification: restore.VerifiedBySidecar, SnapshotVersion: snap.EtcdVersion}
 	if code != 0 || res != want {
@@ -93,7 +94,7 @@ func TestRestoreFromS3(t *testing.T) {
 		if c.edit != nil {
 			c.edit(env)
 		}
-		code, res := runRestore(ctx, t, env)
+		code, res := agentrun.Restore(ctx, t, env)
 		if res.Reason != c.reason || code != restore.ExitCode(c.reason) {
 			t.Errorf("%s: exit %d, %+v; want %s", name, code, res, c.reason)
 		}

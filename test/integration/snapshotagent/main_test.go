@@ -5,7 +5,6 @@
 package snapshotagent_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -19,9 +18,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
@@ -84,27 +81,6 @@ func pvcEnv(c *etcdproc.Cluster, dir, name, uid string) map[string]string {
 		snapshot.EnvPVCClaim:     claim,
 		snapshot.EnvPVCSubPath:   "etcd/daily",
 	}
-}
-
-// runAgent runs the agent in-process with env and returns its exit code and result.
-func runAgent(ctx context.Context, t *testing.T, env map[string]string) (int, snapshot.Result) {
-	t.Helper()
-	term := filepath.Join(t.TempDir(), "termination-log")
-	env[agentenv.EnvTerminationMessagePath] = term
-	var log bytes.Buffer
-	code := snapshotagent.Run(ctx, nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log)
-	data, err := os.ReadFile(term)
-	if err != nil {
-		t.Fatalf("no termination message (log: %s): %v", log.String(), err)
-	}
-	res, err := snapshot.ParseTerminationMessage(data)
-	if err != nil {
-		t.Fatalf("termination message %s: %v", data, err)
-	}
-	if code != 0 {
-		t.Logf("agent exited %d: %s", code, log.String())
-	}
-	return code, res
 }
 
 // artifactPath is where the agent writes snapshot name under env's PVC folder.

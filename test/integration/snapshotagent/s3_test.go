@@ -20,6 +20,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
 	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
@@ -100,7 +101,7 @@ func TestSnapshotToS3(t *testing.T) {
 	writeLarge(ctx, t, cli, 12<<20)
 	bucket := srv.CreateBucketForTest(t)
 
-	code, res := runAgent(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-1"))
+	code, res := agentrun.Snapshot(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-1"))
 	if code != 0 {
 		t.Fatalf("snapshot to S3: %+v", res)
 	}
@@ -116,13 +117,13 @@ func TestSnapshotToS3(t *testing.T) {
 	if _, err := cli.Put(ctx, "more", "data"); err != nil {
 		t.Fatal(err)
 	}
-	code, retried := runAgent(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-1"))
+	code, retried := agentrun.Snapshot(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-1"))
 	if code != 0 || retried.Revision <= res.Revision {
 		t.Fatalf("retry of the same snapshot: exit %d, %+v", code, retried)
 	}
 	kept := checkS3Artifact(ctx, t, srv, bucket, "nightly", retried)
 
-	code, refused := runAgent(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-2"))
+	code, refused := agentrun.Snapshot(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-2"))
 	if code != snapshot.ExitPermanent || refused.Reason != snapshot.ReasonArtifactExists || !strings.Contains(refused.Message, "uid-1") {
 		t.Errorf("another snapshot: exit %d, %+v; want ArtifactExists naming uid-1", code, refused)
 	}
@@ -148,7 +149,7 @@ func checkS3Failures(ctx context.Context, t *testing.T, c *etcdproc.Cluster, srv
 	for name, f := range failures {
 		env := s3Env(c, srv, bucket, "failing-"+strings.ReplaceAll(name, " ", "-"), "uid-f")
 		f.edit(env)
-		code, res := runAgent(ctx, t, env)
+		code, res := agentrun.Snapshot(ctx, t, env)
 		if res.Reason != f.want || code != f.want.ExitCode() {
 			t.Errorf("%s: exit %d, %+v; want %s", name, code, res, f.want)
 		}
@@ -206,14 +207,14 @@ func TestSnapshotToS3OverTLSWithPrivateCA(t *testing.T) {
 	untrusted := maps.Clone(env)
 	env[snapshot.EnvS3CAFile] = caFile
 
-	code, res := runAgent(ctx, t, env)
+	code, res := agentrun.Snapshot(ctx, t, env)
 	if code != 0 {
 		t.Fatalf("snapshot over TLS with a private CA: %+v", res)
 	}
 	checkS3Artifact(ctx, t, srv, bucket, "private-ca", res)
 
 	untrusted[snapshot.EnvSnapshotName] = "untrusted"
-	if code, res := runAgent(ctx, t, untrusted); res.Reason != snapshot.ReasonStoreUnreachable || code != snapshot.ExitTransient {
+	if code, res := agentrun.Snapshot(ctx, t, untrusted); res.Reason != snapshot.ReasonStoreUnreachable || code != snapshot.ExitTransient {
 		t.Errorf("without the CA bundle: exit %d, %+v; want StoreUnreachable", code, res)
 	}
 }
