@@ -34,24 +34,11 @@ func repoRoot() string {
 const parallel = 8
 
 func TestMain(m *testing.M) {
-	if err := apiserver.DefaultParallel(parallel); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	if err := etcdv1alpha2.AddToScheme(scheme.Scheme); err != nil {
 		fmt.Fprintln(os.Stderr, "registering the API types:", err)
-		return 1
+		os.Exit(1)
 	}
-	srv, err := apiserver.StartShared(scheme.Scheme)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer srv.Stop()
-	testEnv, restConfig, k8sClient = srv.Env, srv.Config, srv.Client
-	return m.Run()
+	os.Exit(apiserver.RunPackage(m, parallel, scheme.Scheme, func(srv *apiserver.Shared) {
+		testEnv, restConfig, k8sClient = srv.Env, srv.Config, srv.Client
+	}))
 }

@@ -37,27 +37,12 @@ func zapLevel() zapcore.Level {
 const parallel = 16
 
 func TestMain(m *testing.M) {
-	if err := apiserver.DefaultParallel(parallel); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false), zap.Level(zapLevel())))
 	s, err := operator.NewScheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		os.Exit(1)
 	}
 	scheme = s
-	srv, err := apiserver.StartShared(scheme)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer srv.Stop()
-	restConfig, k8s = srv.Config, srv.Client
-	return m.Run()
+	os.Exit(apiserver.RunPackage(m, parallel, scheme, func(srv *apiserver.Shared) { restConfig, k8s = srv.Config, srv.Client }))
 }

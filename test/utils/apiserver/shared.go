@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"os"
+	"testing"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -44,4 +45,23 @@ func (s *Shared) Stop() {
 	if err := s.Env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
 	}
+}
+
+// RunPackage is the body of TestMain for a package whose tests share one API server: it makes
+// -test.parallel parallel unless the command line set it (DefaultParallel), starts the server
+// with scheme (StartShared), hands it to use, runs the tests and stops the server. It returns
+// the exit code for os.Exit.
+func RunPackage(m *testing.M, parallel int, scheme *k8sruntime.Scheme, use func(*Shared)) int {
+	if err := DefaultParallel(parallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv, err := StartShared(scheme)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer srv.Stop()
+	use(srv)
+	return m.Run()
 }
