@@ -9,8 +9,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
-	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
 // The restore of a new cluster's seed (docs/backup-restore.md, "Restore"): two init containers
@@ -137,8 +137,8 @@ func (m *restoreMounts) source(src etcdv1alpha2.SnapshotLocation) {
 		m.env(restore.EnvS3Key, s3.Key)
 		m.env(restore.EnvS3Region, s3.Region)
 		m.env(restore.EnvS3ForcePathStyle, strconv.FormatBool(s3.ForcePathStyle))
-		m.secret("restore-s3-credentials", s3.CredentialsSecretRef.Name, snapshot.EnvAWSAccessKeyID)
-		creds := m.secret("restore-s3-credentials", s3.CredentialsSecretRef.Name, snapshot.EnvAWSSecretAccessKey)
+		m.secret("restore-s3-credentials", s3.CredentialsSecretRef.Name, agentenv.EnvAWSAccessKeyID)
+		creds := m.secret("restore-s3-credentials", s3.CredentialsSecretRef.Name, agentenv.EnvAWSSecretAccessKey)
 		m.env(restore.EnvS3CredentialsDir, path.Dir(creds))
 		if s3.CASecretRef != nil {
 			m.env(restore.EnvS3CAFile, m.secret("restore-s3-ca", s3.CASecretRef.Name, tlsCAKey))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -90,7 +91,7 @@ func SnapshotJob(in SnapshotJobInput) *batchv1.Job {
 			Env:                      env,
 			VolumeMounts:             mounts,
 			SecurityContext:          containerSecurityContext(),
-			TerminationMessagePath:   snapshot.DefaultTerminationMessagePath,
+			TerminationMessagePath:   agentenv.DefaultTerminationMessagePath,
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
@@ -163,8 +164,8 @@ func snapshotAgentEnv(in SnapshotJobInput) ([]corev1.EnvVar, []corev1.Volume, []
 		m.env(snapshot.EnvS3Key, d.S3.Key)
 		m.env(snapshot.EnvS3Region, d.S3.Region)
 		m.env(snapshot.EnvS3ForcePathStyle, strconv.FormatBool(d.S3.ForcePathStyle))
-		creds := m.secret("s3-credentials", d.S3.CredentialsSecretRef.Name, snapshot.EnvAWSAccessKeyID)
-		m.secret("s3-credentials", d.S3.CredentialsSecretRef.Name, snapshot.EnvAWSSecretAccessKey)
+		creds := m.secret("s3-credentials", d.S3.CredentialsSecretRef.Name, agentenv.EnvAWSAccessKeyID)
+		m.secret("s3-credentials", d.S3.CredentialsSecretRef.Name, agentenv.EnvAWSSecretAccessKey)
 		m.env(snapshot.EnvS3CredentialsDir, path.Dir(creds))
 		if d.S3.CASecretRef != nil {
 			m.env(snapshot.EnvS3CAFile, m.secret("s3-ca", d.S3.CASecretRef.Name, "ca.crt"))

@@ -2,11 +2,10 @@ package restore
 
 import (
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -20,8 +19,9 @@ const (
 
 // Environment variables the seed's restore init container sets for the agent
 // (docs/backup-restore.md, "Restore"). The Pod builder renders them from these names, so the two
-// cannot disagree. The S3 credentials use the snapshot agent's file names (AWS_ACCESS_KEY_ID,
-// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), in the folder EnvS3CredentialsDir names or inline.
+// cannot disagree. The S3 credentials use the snapshot agent's names (AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN; package agentenv), as files in the folder
+// EnvS3CredentialsDir names or inline, and the termination message path is agentenv's too.
 const (
 	// EnvDataDir is etcd's --data-dir: the agent writes member/ into it.
 	EnvDataDir = "RESTORE_DATA_DIR"
@@ -110,8 +110,8 @@ type PVCSource struct {
 
 // S3Source is one exact object in an S3-compatible store.
 type S3Source struct {
-	// Store is how to reach the store; its KeyPrefix is unused.
-	Store snapshot.S3Config
+	// Store is how to reach the store.
+	Store agentenv.S3Store
 	// Key is the object's exact key.
 	Key string
 }
@@ -127,160 +127,65 @@ func (c Config) URI() string {
 	return ""
 }
 
+// s3Vars are the variables of an S3 source.
+var s3Vars = agentenv.S3Vars{
+	Endpoint: EnvS3Endpoint, Bucket: EnvS3Bucket, Region: EnvS3Region, ForcePathStyle: EnvS3ForcePathStyle,
+	CAFile: EnvS3CAFile, CredentialsDir: EnvS3CredentialsDir, Role: "source",
+}
+
 // ParseConfig reads and validates the agent's environment through lookup (os.LookupEnv in the
-// agent). It reports every problem at once, each naming its variable, as a
-// snapshot.ReasonInvalidConfig failure.
+// agent). It reports every problem at once, each an *agentenv.ConfigError naming its variable,
+// as a snapshot.ReasonInvalidConfig failure.
 func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
-	p := parser{lookup: lookup}
+	p := agentenv.NewParser(lookup)
 	cfg := Config{
-		DataDir:                p.required(EnvDataDir),
-		Name:                   p.required(EnvName),
-		InitialCluster:         p.required(EnvInitialCluster),
-		ClusterToken:           p.required(EnvClusterToken),
-		PeerURL:                p.required(EnvPeerURL),
-		EtcdVersion:            p.required(EnvEtcdVersion),
-		Etcdutl:                p.str(EnvEtcdutl),
-		Checksum:               p.str(EnvChecksum),
-		Timeout:                p.duration(EnvTimeout, DefaultTimeout),
-		TerminationMessagePath: p.str(snapshot.EnvTerminationMessagePath),
+		DataDir:                p.Required(EnvDataDir),
+		Name:                   p.Required(EnvName),
+		InitialCluster:         p.Required(EnvInitialCluster),
+		ClusterToken:           p.Required(EnvClusterToken),
+		PeerURL:                p.Required(EnvPeerURL),
+		EtcdVersion:            p.Required(EnvEtcdVersion),
+		Etcdutl:                p.Optional(EnvEtcdutl),
+		Checksum:               p.Optional(EnvChecksum),
+		Timeout:                p.Duration(EnvTimeout, DefaultTimeout, "30m"),
+		TerminationMessagePath: agentenv.TerminationMessagePath(lookup),
 	}
-	if cfg.TerminationMessagePath == "" {
-		cfg.TerminationMessagePath = snapshot.DefaultTerminationMessagePath
-	}
-	p.check(EnvDataDir, cfg.DataDir == "" || strings.HasPrefix(cfg.DataDir, "/"), "must be an absolute path")
-	p.check(EnvPeerURL, cfg.PeerURL == "" || isHTTPURL(cfg.PeerURL), "must be one http:// or https:// URL")
-	p.check(EnvInitialCluster, cfg.InitialCluster == "" || strings.Contains(","+cfg.InitialCluster+",", ","+cfg.Name+"="+cfg.PeerURL+","),
+	p.Check(EnvDataDir, cfg.DataDir == "" || strings.HasPrefix(cfg.DataDir, "/"), "must be an absolute path")
+	p.Check(EnvPeerURL, cfg.PeerURL == "" || agentenv.IsHTTPURL(cfg.PeerURL), "must be one http:// or https:// URL")
+	p.Check(EnvInitialCluster, cfg.InitialCluster == "" || strings.Contains(","+cfg.InitialCluster+",", ","+cfg.Name+"="+cfg.PeerURL+","),
 		"must list "+EnvName+"="+EnvPeerURL)
-	p.check(EnvEtcdVersion, cfg.EtcdVersion == "" || parseVersion(cfg.EtcdVersion) == nil, "must be MAJOR.MINOR.PATCH")
-	p.check(EnvChecksum, cfg.Checksum == "" || ValidChecksum(cfg.Checksum), "must be sha256:<64 lowercase hex digits>")
-	switch src := p.required(EnvSource); src {
+	p.Check(EnvEtcdVersion, cfg.EtcdVersion == "" || parseVersion(cfg.EtcdVersion) == nil, "must be MAJOR.MINOR.PATCH")
+	p.Check(EnvChecksum, cfg.Checksum == "" || ValidChecksum(cfg.Checksum), "must be sha256:<64 lowercase hex digits>")
+	switch src := p.Required(EnvSource); src {
 	case SourcePVC:
-		cfg.PVC = p.pvc()
+		cfg.PVC = pvcSource(p)
 	case SourceS3:
-		cfg.S3 = p.s3()
+		cfg.S3 = s3Source(p)
 	case "":
 	default:
-		p.fail(EnvSource, fmt.Sprintf("must be %q or %q, not %q", SourceS3, SourcePVC, src))
+		p.Fail(EnvSource, fmt.Sprintf("must be %q or %q, not %q", SourceS3, SourcePVC, src))
 	}
-	if len(p.errs) > 0 {
-		return Config{}, snapshot.Fail(snapshot.ReasonInvalidConfig, configErrors(p.errs))
+	if err := p.Err(); err != nil {
+		return Config{}, snapshot.Fail(snapshot.ReasonInvalidConfig, err)
 	}
 	return cfg, nil
 }
 
-func isHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
-// configErrors lists every problem on one line, as a condition message shows it best.
-type configErrors []error
-
-func (e configErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-// Unwrap gives errors.As each *snapshot.ConfigError.
-func (e configErrors) Unwrap() []error { return e }
-
-// parser collects every problem instead of stopping at the first.
-type parser struct {
-	lookup func(string) (string, bool)
-	errs   []error
-}
-
-func (p *parser) fail(name, problem string) {
-	p.errs = append(p.errs, &snapshot.ConfigError{Var: name, Problem: problem})
-}
-
-func (p *parser) check(name string, ok bool, problem string) {
-	if !ok {
-		p.fail(name, problem)
-	}
-}
-
-func (p *parser) str(name string) string {
-	v, _ := p.lookup(name)
-	return strings.TrimSpace(v)
-}
-
-func (p *parser) required(name string) string {
-	v := p.str(name)
-	if v == "" {
-		p.fail(name, "is required")
-	}
-	return v
-}
-
-func (p *parser) duration(name string, def time.Duration) time.Duration {
-	v := p.str(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		p.fail(name, fmt.Sprintf("must be a positive duration such as 30m, not %q", v))
-		return def
-	}
-	return d
-}
-
-func (p *parser) pvc() *PVCSource {
-	c := &PVCSource{Dir: p.required(EnvPVCDir), Claim: p.required(EnvPVCClaim)}
-	path, err := ExactPath(p.str(EnvPVCPath))
+func pvcSource(p *agentenv.Parser) *PVCSource {
+	c := &PVCSource{Dir: p.Required(EnvPVCDir), Claim: p.Required(EnvPVCClaim)}
+	path, err := ExactPath(p.Optional(EnvPVCPath))
 	if err != nil {
-		p.fail(EnvPVCPath, err.Error())
+		p.Fail(EnvPVCPath, err.Error())
 	}
 	c.Path = path
 	return c
 }
 
-func (p *parser) s3() *S3Source {
-	store := snapshot.S3Config{
-		Endpoint:       p.required(EnvS3Endpoint),
-		Bucket:         p.required(EnvS3Bucket),
-		Region:         p.str(EnvS3Region),
-		ForcePathStyle: p.boolean(EnvS3ForcePathStyle),
-		CAFile:         p.str(EnvS3CAFile),
-	}
-	if store.Region == "" {
-		store.Region = snapshot.DefaultS3Region
-	}
-	p.check(EnvS3Endpoint, store.Endpoint == "" || isHTTPURL(store.Endpoint), fmt.Sprintf("must be an http:// or https:// URL, not %q", store.Endpoint))
-	key, err := ExactKey(p.str(EnvS3Key))
+func s3Source(p *agentenv.Parser) *S3Source {
+	store := p.S3Store(s3Vars)
+	key, err := ExactKey(p.Optional(EnvS3Key))
 	if err != nil {
-		p.fail(EnvS3Key, err.Error())
+		p.Fail(EnvS3Key, err.Error())
 	}
-	if dir := p.str(EnvS3CredentialsDir); dir != "" {
-		store.AccessKeyID = snapshot.Credential{File: dir + "/" + snapshot.EnvAWSAccessKeyID}
-		store.SecretAccessKey = snapshot.Credential{File: dir + "/" + snapshot.EnvAWSSecretAccessKey}
-		store.SessionToken = snapshot.Credential{File: dir + "/" + snapshot.EnvAWSSessionToken}
-		return &S3Source{Store: store, Key: key}
-	}
-	id, _ := p.lookup(snapshot.EnvAWSAccessKeyID)
-	secret, _ := p.lookup(snapshot.EnvAWSSecretAccessKey)
-	token, _ := p.lookup(snapshot.EnvAWSSessionToken)
-	if strings.TrimSpace(id) == "" || strings.TrimSpace(secret) == "" {
-		p.fail(snapshot.EnvAWSAccessKeyID, "and "+snapshot.EnvAWSSecretAccessKey+" are required for an S3 source (or "+EnvS3CredentialsDir+")")
-	}
-	store.AccessKeyID = snapshot.Credential{Value: snapshot.Secret(strings.TrimSpace(id))}
-	store.SecretAccessKey = snapshot.Credential{Value: snapshot.Secret(strings.TrimSpace(secret))}
-	store.SessionToken = snapshot.Credential{Value: snapshot.Secret(strings.TrimSpace(token))}
 	return &S3Source{Store: store, Key: key}
-}
-
-func (p *parser) boolean(name string) bool {
-	v := p.str(name)
-	if v == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		p.fail(name, fmt.Sprintf("must be true or false, not %q", v))
-	}
-	return b
 }

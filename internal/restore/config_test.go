@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -35,7 +36,7 @@ func TestParseConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.PVC == nil || cfg.PVC.Path != "etcd/nightly.db" || cfg.Timeout != DefaultTimeout || cfg.URI() != "pvc://backups/etcd/nightly.db" ||
-		cfg.TerminationMessagePath != snapshot.DefaultTerminationMessagePath {
+		cfg.TerminationMessagePath != agentenv.DefaultTerminationMessagePath {
 		t.Errorf("PVC config: %+v", cfg)
 	}
 
@@ -46,7 +47,7 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.S3 == nil || cfg.S3.Key != "prod/nightly.db" || !cfg.S3.Store.ForcePathStyle || cfg.S3.Store.Region != snapshot.DefaultS3Region ||
+	if cfg.S3 == nil || cfg.S3.Key != "prod/nightly.db" || !cfg.S3.Store.ForcePathStyle || cfg.S3.Store.Region != agentenv.DefaultS3Region ||
 		cfg.S3.Store.SecretAccessKey.File != "/etc/etcd-restore/s3-credentials/AWS_SECRET_ACCESS_KEY" || cfg.Checksum != sumA ||
 		cfg.URI() != "s3://b/prod/nightly.db" {
 		t.Errorf("S3 config: %+v", cfg)
@@ -71,13 +72,13 @@ func TestParseConfigNamesEveryProblem(t *testing.T) {
 		t.Fatalf("ParseConfig = %v, want InvalidConfig", err)
 	}
 	var bad []string
-	for _, e := range err.(*snapshot.Failure).Err.(configErrors) { //nolint:errorlint // the concrete list is what is tested
-		var ce *snapshot.ConfigError
+	for _, e := range err.(*snapshot.Failure).Err.(agentenv.Problems) { //nolint:errorlint // the concrete list is what is tested
+		var ce *agentenv.ConfigError
 		if errors.As(e, &ce) {
 			bad = append(bad, ce.Var)
 		}
 	}
-	for _, v := range []string{EnvDataDir, EnvPeerURL, EnvInitialCluster, EnvEtcdVersion, EnvChecksum, EnvS3Endpoint, EnvS3Bucket, EnvS3Key, snapshot.EnvAWSAccessKeyID} {
+	for _, v := range []string{EnvDataDir, EnvPeerURL, EnvInitialCluster, EnvEtcdVersion, EnvChecksum, EnvS3Endpoint, EnvS3Bucket, EnvS3Key, agentenv.EnvAWSAccessKeyID} {
 		if !strings.Contains(strings.Join(bad, ","), v) {
 			t.Errorf("%s not named in %q", v, bad)
 		}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 )
 
 // source is where the artifact comes from: an S3 object or a file on a mounted claim.
@@ -51,14 +51,14 @@ type agent struct {
 func Restore(ctx context.Context, cfg restore.Config, log logr.Logger) (restore.Result, error) {
 	a, secrets, err := newAgent(cfg, log)
 	if err != nil {
-		return restore.Result{URI: cfg.URI()}, snapshotagent.Redact(err, secrets)
+		return restore.Result{URI: cfg.URI()}, agentio.Redact(err, secrets)
 	}
 	res, err := a.run(ctx)
-	return res, snapshotagent.Redact(err, secrets)
+	return res, agentio.Redact(err, secrets)
 }
 
 func newAgent(cfg restore.Config, log logr.Logger) (*agent, []string, error) {
-	a := &agent{cfg: cfg, log: log, lookPath: exec.LookPath, freeBytes: snapshotagent.FreeBytes}
+	a := &agent{cfg: cfg, log: log, lookPath: exec.LookPath, freeBytes: agentio.FreeBytes}
 	switch {
 	case cfg.PVC != nil:
 		a.src = newPVCSource(*cfg.PVC)
@@ -172,7 +172,7 @@ func (a *agent) restoreMember(ctx context.Context, etcdutl string) error {
 func (a *agent) checkRoom(need int64) error {
 	free, err := a.freeBytes(a.cfg.DataDir)
 	if err != nil {
-		return snapshotagent.FSFailure("reading the free space of the data volume", err)
+		return agentio.FSFailure("reading the free space of the data volume", err)
 	}
 	if free < need {
 		return snapshot.Failf(snapshot.ReasonNoSpace, "the restore needs %d bytes on the data volume (twice the snapshot, and the first WAL segment) but it has %d bytes free; "+

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
@@ -230,7 +231,7 @@ func TestRestoreIsANoOpOnData(t *testing.T) {
 func TestRunReportsThroughTerminationMessage(t *testing.T) {
 	t.Parallel()
 	term := filepath.Join(t.TempDir(), "termination-log")
-	env := map[string]string{snapshot.EnvTerminationMessagePath: term}
+	env := map[string]string{agentenv.EnvTerminationMessagePath: term}
 	var log bytes.Buffer
 	code := Run(t.Context(), nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log)
 	data, err := os.ReadFile(term)

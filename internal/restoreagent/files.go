@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 )
 
 // downloadMode is the mode of the downloaded artifact: it holds every key of the cluster.
@@ -32,7 +32,7 @@ func holdsMember(dataDir string) (bool, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	}
-	return false, snapshotagent.FSFailure("looking for member/ in the data dir", err)
+	return false, agentio.FSFailure("looking for member/ in the data dir", err)
 }
 
 // removeStaging removes what an interrupted earlier run left: the staging folder and the
@@ -40,7 +40,7 @@ func holdsMember(dataDir string) (bool, error) {
 func removeStaging(dataDir string) error {
 	for _, p := range []string{restore.StagingDir(dataDir), restore.DownloadFile(dataDir)} {
 		if err := os.RemoveAll(p); err != nil {
-			return snapshotagent.FSFailure("removing "+p+" left by an earlier run", err)
+			return agentio.FSFailure("removing "+p+" left by an earlier run", err)
 		}
 	}
 	return nil
@@ -66,7 +66,7 @@ func fetch(ctx context.Context, src source, file string, size int64) (sum string
 	defer func() { _ = body.Close() }()
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, downloadMode) //nolint:gosec // G304: a fixed name in the data dir
 	if err != nil {
-		return "", snapshotagent.FSFailure("creating the download", err)
+		return "", agentio.FSFailure("creating the download", err)
 	}
 	defer func() {
 		if err != nil {
@@ -74,24 +74,24 @@ func fetch(ctx context.Context, src source, file string, size int64) (sum string
 			_ = os.Remove(file)
 		}
 	}()
-	w, release := snapshotagent.DropBehind(f)
+	w := agentio.NewDropBehind(f)
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(w, h), body)
 	if err != nil {
 		if _, classified := errors.AsType[*snapshot.Failure](err); classified {
 			return "", err
 		}
-		return "", snapshotagent.FSFailure("downloading the snapshot", err)
+		return "", agentio.FSFailure("downloading the snapshot", err)
 	}
 	if n != size {
 		return "", snapshot.Failf(snapshot.ReasonStoreFailed, "read %d bytes of a snapshot of %d bytes: it changed during the restore, or the transfer was cut short", n, size)
 	}
 	if err := f.Sync(); err != nil {
-		return "", snapshotagent.FSFailure("syncing the download", err)
+		return "", agentio.FSFailure("syncing the download", err)
 	}
-	release()
+	w.Release()
 	if err := f.Close(); err != nil {
-		return "", snapshotagent.FSFailure("closing the download", err)
+		return "", agentio.FSFailure("closing the download", err)
 	}
 	return snapshot.ChecksumPrefix + fmt.Sprintf("%x", h.Sum(nil)), nil
 }
@@ -106,7 +106,7 @@ func moveIntoPlace(staging, dataDir string) error {
 		return err
 	}
 	if err := os.Rename(restored, filepath.Join(dataDir, "member")); err != nil {
-		return snapshotagent.FSFailure("moving the restored member/ into place", err)
+		return agentio.FSFailure("moving the restored member/ into place", err)
 	}
 	if err := syncDir(dataDir); err != nil {
 		return err
@@ -121,7 +121,7 @@ func moveIntoPlace(staging, dataDir string) error {
 func syncTree(root string) error {
 	return filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
-			return snapshotagent.FSFailure("reading the restored data", err)
+			return agentio.FSFailure("reading the restored data", err)
 		}
 		return syncPath(p)
 	})
@@ -132,11 +132,11 @@ func syncDir(dir string) error { return syncPath(dir) }
 func syncPath(p string) error {
 	f, err := os.Open(p) //nolint:gosec // G304: a path under the data dir
 	if err != nil {
-		return snapshotagent.FSFailure("opening "+p+" to sync it", err)
+		return agentio.FSFailure("opening "+p+" to sync it", err)
 	}
 	defer func() { _ = f.Close() }()
 	if err := f.Sync(); err != nil {
-		return snapshotagent.FSFailure("syncing "+p, err)
+		return agentio.FSFailure("syncing "+p, err)
 	}
 	return nil
 }

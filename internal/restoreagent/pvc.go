@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 )
 
 // pvcSource reads <Dir>/<Path> and its siblings .version and .sha256 from a claim mounted
@@ -35,7 +35,7 @@ func (s *pvcSource) Stat(context.Context) (artifact, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return artifact{}, snapshot.Failf(restore.ReasonArtifactNotFound, "the claim holds no snapshot file %s", s.rel())
 	case err != nil:
-		return artifact{}, snapshotagent.FSFailure("reading the snapshot file", err)
+		return artifact{}, agentio.FSFailure("reading the snapshot file", err)
 	case !fi.Mode().IsRegular():
 		return artifact{}, snapshot.Failf(snapshot.ReasonInvalidConfig, "%s on the claim is not a file; name the snapshot file itself", s.rel())
 	}
@@ -56,7 +56,7 @@ func (s *pvcSource) Sidecar(context.Context) (restore.Sidecar, error) {
 func (s *pvcSource) Open(context.Context) (io.ReadCloser, error) {
 	f, err := os.Open(s.file)
 	if err != nil {
-		return nil, snapshotagent.FSFailure("opening the snapshot file", err)
+		return nil, agentio.FSFailure("opening the snapshot file", err)
 	}
 	return f, nil
 }
@@ -68,12 +68,12 @@ func (s *pvcSource) sibling(suffix string, limit int64) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, snapshotagent.FSFailure("opening the snapshot's "+suffix+" file", err)
+		return nil, false, agentio.FSFailure("opening the snapshot's "+suffix+" file", err)
 	}
 	defer func() { _ = f.Close() }()
 	data, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
-		return nil, false, snapshotagent.FSFailure("reading the snapshot's "+suffix+" file", err)
+		return nil, false, agentio.FSFailure("reading the snapshot's "+suffix+" file", err)
 	}
 	return data, true, nil
 }

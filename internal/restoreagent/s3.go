@@ -8,9 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 )
 
 // s3API is the part of the S3 client the agent uses; *s3.Client implements it.
@@ -30,7 +30,7 @@ type s3Source struct {
 }
 
 func newS3Source(cfg restore.S3Source) (*s3Source, []string, error) {
-	client, secrets, err := snapshotagent.NewS3Client(cfg.Store)
+	client, secrets, err := agentio.NewS3Client(cfg.Store)
 	if err != nil {
 		return nil, secrets, err
 	}
@@ -41,17 +41,17 @@ func newS3Source(cfg restore.S3Source) (*s3Source, []string, error) {
 // missing bucket answers a bare 404 that does not say which of the two is missing.
 func (s *s3Source) Stat(ctx context.Context) (artifact, error) {
 	if _, err := s.api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}); err != nil {
-		if snapshotagent.HTTPStatus(err) == http.StatusNotFound {
+		if agentio.HTTPStatus(err) == http.StatusNotFound {
 			return artifact{}, snapshot.Failf(snapshot.ReasonBucketNotFound, "bucket %q does not exist", s.bucket)
 		}
-		return artifact{}, snapshotagent.S3Failure("checking bucket "+s.bucket, err)
+		return artifact{}, agentio.S3Failure("checking bucket "+s.bucket, err)
 	}
 	out, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &s.key})
-	if snapshotagent.HTTPStatus(err) == http.StatusNotFound {
+	if agentio.HTTPStatus(err) == http.StatusNotFound {
 		return artifact{}, snapshot.Failf(restore.ReasonArtifactNotFound, "bucket %q holds no object %q", s.bucket, s.key)
 	}
 	if err != nil {
-		return artifact{}, snapshotagent.S3Failure("reading the snapshot object's metadata", err)
+		return artifact{}, agentio.S3Failure("reading the snapshot object's metadata", err)
 	}
 	s.etag = out.ETag
 	return artifact{Size: aws.ToInt64(out.ContentLength), Version: out.Metadata[snapshot.MetadataVersion]}, nil
@@ -61,16 +61,16 @@ func (s *s3Source) Stat(ctx context.Context) (artifact, error) {
 func (s *s3Source) Sidecar(ctx context.Context) (restore.Sidecar, error) {
 	key := s.key + snapshot.ChecksumSuffix
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
-	if snapshotagent.HTTPStatus(err) == http.StatusNotFound {
+	if agentio.HTTPStatus(err) == http.StatusNotFound {
 		return restore.Sidecar{}, nil
 	}
 	if err != nil {
-		return restore.Sidecar{}, snapshotagent.S3Failure("reading the "+snapshot.ChecksumSuffix+" sidecar", err)
+		return restore.Sidecar{}, agentio.S3Failure("reading the "+snapshot.ChecksumSuffix+" sidecar", err)
 	}
 	defer func() { _ = out.Body.Close() }()
 	content, err := io.ReadAll(io.LimitReader(out.Body, maxSidecarBytes))
 	if err != nil {
-		return restore.Sidecar{}, snapshotagent.S3Failure("reading the "+snapshot.ChecksumSuffix+" sidecar", err)
+		return restore.Sidecar{}, agentio.S3Failure("reading the "+snapshot.ChecksumSuffix+" sidecar", err)
 	}
 	return restore.Sidecar{Present: true, Content: content}, nil
 }
@@ -78,11 +78,11 @@ func (s *s3Source) Sidecar(ctx context.Context) (restore.Sidecar, error) {
 // Open implements source.
 func (s *s3Source) Open(ctx context.Context) (io.ReadCloser, error) {
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &s.key, IfMatch: s.etag})
-	if snapshotagent.HTTPStatus(err) == http.StatusPreconditionFailed {
+	if agentio.HTTPStatus(err) == http.StatusPreconditionFailed {
 		return nil, snapshot.Failf(snapshot.ReasonStoreFailed, "the snapshot object changed since its metadata was read; restoring again")
 	}
 	if err != nil {
-		return nil, snapshotagent.S3Failure("downloading the snapshot", err)
+		return nil, agentio.S3Failure("downloading the snapshot", err)
 	}
 	return out.Body, nil
 }

@@ -2,14 +2,16 @@ package snapshot
 
 import (
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 )
 
 // Environment variables the snapshot Job sets for the agent (docs/backup-restore.md,
 // "Environment"). The controller builds the Job from these names, so the two cannot disagree.
+// The S3 credentials (AWS_*) and the termination message path are named in package agentenv:
+// the restore agent reads them alike.
 const (
 	EnvEndpoints    = "ETCD_ENDPOINTS"
 	EnvCAFile       = "ETCD_CA_FILE"
@@ -50,16 +52,9 @@ const (
 	EnvS3ForcePathStyle = "SNAPSHOT_S3_FORCE_PATH_STYLE"
 	EnvS3CAFile         = "SNAPSHOT_S3_CA_FILE"
 	// EnvS3CredentialsDir names a folder holding the files AWS_ACCESS_KEY_ID and
-	// AWS_SECRET_ACCESS_KEY: the credentials Secret mounted as a volume.
+	// AWS_SECRET_ACCESS_KEY: the credentials Secret mounted as a volume. Without it, the
+	// variables of those names hold the credentials (agentenv.EnvAWSAccessKeyID).
 	EnvS3CredentialsDir = "SNAPSHOT_S3_CREDENTIALS_DIR" //nolint:gosec // G101: the name of a variable, not a credential
-	// EnvAWSAccessKeyID, EnvAWSSecretAccessKey and EnvAWSSessionToken are the alternative to
-	// EnvS3CredentialsDir (the Secret's keys through envFrom); they are also the file names
-	// looked up in that folder.
-	EnvAWSAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	EnvAWSSecretAccessKey = "AWS_SECRET_ACCESS_KEY" //nolint:gosec // G101: as above
-	EnvAWSSessionToken    = "AWS_SESSION_TOKEN"     //nolint:gosec // G101: as above
-
-	EnvTerminationMessagePath = "TERMINATION_MESSAGE_PATH"
 )
 
 // Defaults of the optional settings.
@@ -69,10 +64,6 @@ const (
 	// DefaultTimeout bounds the whole run. It is shorter than the Job's activeDeadlineSeconds
 	// (30 minutes), so that the agent, not the kubelet, ends a slow snapshot and reports why.
 	DefaultTimeout = 25 * time.Minute
-	// DefaultS3Region is used when the destination names none; S3-compatible stores accept any.
-	DefaultS3Region = "us-east-1"
-	// DefaultTerminationMessagePath is the kubelet's default terminationMessagePath.
-	DefaultTerminationMessagePath = "/dev/termination-log"
 )
 
 // Destination kinds, the values of EnvDestination.
@@ -80,28 +71,6 @@ const (
 	DestinationS3  = "s3"
 	DestinationPVC = "pvc"
 )
-
-// Secret is a credential read from the environment. It prints as "[redacted]", so a Config
-// logged or formatted by mistake does not carry it.
-type Secret string
-
-// String implements fmt.Stringer.
-func (Secret) String() string { return "[redacted]" }
-
-// GoString implements fmt.GoStringer.
-func (Secret) GoString() string { return "[redacted]" }
-
-// Credential is a value given either inline (an environment variable) or as a file to read,
-// such as a mounted Secret key. At most one of the two is set.
-type Credential struct {
-	// Value is the inline value.
-	Value Secret
-	// File is the file that holds the value.
-	File string
-}
-
-// IsSet reports whether either form is given.
-func (c Credential) IsSet() bool { return c.Value != "" || c.File != "" }
 
 // Config is the agent's validated environment.
 type Config struct {
@@ -112,7 +81,7 @@ type Config struct {
 	// CertFile and KeyFile are the client certificate for mutual TLS; both or neither.
 	CertFile, KeyFile string
 	// Username and Password authenticate when etcd auth is on; Password needs Username.
-	Username, Password Credential
+	Username, Password agentenv.Credential
 	// DialTimeout bounds reaching a member that answers.
 	DialTimeout time.Duration
 
@@ -141,157 +110,69 @@ type PVCConfig struct {
 	SubPath string
 }
 
-// S3Config is an S3 destination.
+// S3Config is an S3 destination: the store, and where in its bucket the artifact goes.
 type S3Config struct {
-	// Endpoint is the store's URL (http or https).
-	Endpoint string
-	// Bucket and KeyPrefix place the object at ObjectKey(KeyPrefix, name).
-	Bucket, KeyPrefix string
-	// Region signs requests; DefaultS3Region when unset.
-	Region string
-	// ForcePathStyle puts the bucket in the URL path rather than the host name.
-	ForcePathStyle bool
-	// CAFile, when set, is the PEM bundle that verifies the endpoint's certificate instead of
-	// the system roots.
-	CAFile string
-	// AccessKeyID, SecretAccessKey and SessionToken are the static credentials.
-	AccessKeyID, SecretAccessKey, SessionToken Credential
+	agentenv.S3Store
+	// KeyPrefix places the object at ObjectKey(KeyPrefix, name).
+	KeyPrefix string
 }
 
-// ConfigError names an environment variable and what is wrong with it.
-type ConfigError struct {
-	// Var is the environment variable.
-	Var string
-	// Problem says what is wrong, e.g. "is required".
-	Problem string
+// s3Vars are the variables of an S3 destination.
+var s3Vars = agentenv.S3Vars{
+	Endpoint: EnvS3Endpoint, Bucket: EnvS3Bucket, Region: EnvS3Region, ForcePathStyle: EnvS3ForcePathStyle,
+	CAFile: EnvS3CAFile, CredentialsDir: EnvS3CredentialsDir, Role: "destination",
 }
-
-func (e *ConfigError) Error() string { return e.Var + " " + e.Problem }
 
 // ParseConfig reads and validates the agent's environment through lookup (os.LookupEnv in the
-// agent). It reports every problem at once, each naming its variable, wrapped as a
-// ReasonInvalidConfig failure.
+// agent). It reports every problem at once, each an *agentenv.ConfigError naming its variable,
+// wrapped as a ReasonInvalidConfig failure.
 func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
-	p := parser{lookup: lookup}
+	p := parser{agentenv.NewParser(lookup)}
 	cfg := Config{
 		Endpoints:              p.endpoints(),
-		CAFile:                 p.str(EnvCAFile),
-		CertFile:               p.str(EnvCertFile),
-		KeyFile:                p.str(EnvKeyFile),
-		Username:               p.credential(EnvUsername, EnvUsernameFile),
-		Password:               p.credential(EnvPassword, EnvPasswordFile),
-		DialTimeout:            p.duration(EnvDialTimeout, DefaultDialTimeout),
-		SnapshotName:           p.required(EnvSnapshotName),
-		SnapshotUID:            p.required(EnvSnapshotUID),
-		Timeout:                p.duration(EnvTimeout, DefaultTimeout),
+		CAFile:                 p.Optional(EnvCAFile),
+		CertFile:               p.Optional(EnvCertFile),
+		KeyFile:                p.Optional(EnvKeyFile),
+		Username:               p.Credential(EnvUsername, EnvUsernameFile),
+		Password:               p.Credential(EnvPassword, EnvPasswordFile),
+		DialTimeout:            p.Duration(EnvDialTimeout, DefaultDialTimeout, "10s or 25m"),
+		SnapshotName:           p.Required(EnvSnapshotName),
+		SnapshotUID:            p.Required(EnvSnapshotUID),
+		Timeout:                p.Duration(EnvTimeout, DefaultTimeout, "10s or 25m"),
 		Schedule:               p.schedule(),
-		TerminationMessagePath: p.str(EnvTerminationMessagePath),
-	}
-	if cfg.TerminationMessagePath == "" {
-		cfg.TerminationMessagePath = DefaultTerminationMessagePath
+		TerminationMessagePath: agentenv.TerminationMessagePath(lookup),
 	}
 	if cfg.SnapshotName != "" {
 		if err := ValidateSnapshotName(cfg.SnapshotName); err != nil {
-			p.fail(EnvSnapshotName, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.')")
+			p.Fail(EnvSnapshotName, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.')")
 		}
 	}
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
-		p.fail(EnvCertFile, "and "+EnvKeyFile+" must be set together")
+		p.Fail(EnvCertFile, "and "+EnvKeyFile+" must be set together")
 	}
 	if cfg.Password.IsSet() && !cfg.Username.IsSet() {
-		p.fail(EnvUsername, "is required when a password is set")
+		p.Fail(EnvUsername, "is required when a password is set")
 	}
-	switch dest := p.required(EnvDestination); dest {
+	switch dest := p.Required(EnvDestination); dest {
 	case DestinationPVC:
 		cfg.PVC = p.pvc()
 	case DestinationS3:
-		cfg.S3 = p.s3()
+		cfg.S3 = &S3Config{S3Store: p.S3Store(s3Vars), KeyPrefix: p.Optional(EnvS3Key)}
 	case "":
 	default:
-		p.fail(EnvDestination, fmt.Sprintf("must be %q or %q, not %q", DestinationS3, DestinationPVC, dest))
+		p.Fail(EnvDestination, fmt.Sprintf("must be %q or %q, not %q", DestinationS3, DestinationPVC, dest))
 	}
-	if len(p.errs) > 0 {
-		return Config{}, Fail(ReasonInvalidConfig, configErrors(p.errs))
+	if err := p.Err(); err != nil {
+		return Config{}, Fail(ReasonInvalidConfig, err)
 	}
 	return cfg, nil
 }
 
-// configErrors lists every problem on one line, as a condition message shows it best.
-type configErrors []error
+// parser adds the snapshot agent's own variables to the shared reading.
+type parser struct{ *agentenv.Parser }
 
-func (e configErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-// Unwrap gives errors.As each *ConfigError.
-func (e configErrors) Unwrap() []error { return e }
-
-// parser collects every problem instead of stopping at the first, so one failed Job shows the
-// whole list.
-type parser struct {
-	lookup func(string) (string, bool)
-	errs   []error
-}
-
-func (p *parser) fail(name, problem string) {
-	p.errs = append(p.errs, &ConfigError{Var: name, Problem: problem})
-}
-
-func (p *parser) str(name string) string {
-	v, _ := p.lookup(name)
-	return strings.TrimSpace(v)
-}
-
-func (p *parser) required(name string) string {
-	v := p.str(name)
-	if v == "" {
-		p.fail(name, "is required")
-	}
-	return v
-}
-
-func (p *parser) duration(name string, def time.Duration) time.Duration {
-	v := p.str(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		p.fail(name, fmt.Sprintf("must be a positive duration such as 10s or 25m, not %q", v))
-		return def
-	}
-	return d
-}
-
-func (p *parser) boolean(name string) bool {
-	v := p.str(name)
-	if v == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		p.fail(name, fmt.Sprintf("must be true or false, not %q", v))
-	}
-	return b
-}
-
-// credential reads a value given inline or as a file. Inline values are not trimmed: a
-// password may end in a space.
-func (p *parser) credential(inline, file string) Credential {
-	v, _ := p.lookup(inline)
-	c := Credential{Value: Secret(v), File: p.str(file)}
-	if c.Value != "" && c.File != "" {
-		p.fail(inline, "and "+file+" must not both be set")
-	}
-	return c
-}
-
-func (p *parser) endpoints() []string {
-	raw := p.required(EnvEndpoints)
+func (p parser) endpoints() []string {
+	raw := p.Required(EnvEndpoints)
 	var out []string
 	invalid := false
 	for ep := range strings.SplitSeq(raw, ",") {
@@ -299,66 +180,25 @@ func (p *parser) endpoints() []string {
 		if ep == "" {
 			continue
 		}
-		u, err := url.Parse(ep)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.fail(EnvEndpoints, fmt.Sprintf("must list http:// or https:// URLs separated by commas; %q is not one", ep))
+		if !agentenv.IsHTTPURL(ep) {
+			p.Fail(EnvEndpoints, fmt.Sprintf("must list http:// or https:// URLs separated by commas; %q is not one", ep))
 			invalid = true
 			continue
 		}
 		out = append(out, ep)
 	}
 	if raw != "" && len(out) == 0 && !invalid {
-		p.fail(EnvEndpoints, "lists no endpoint")
+		p.Fail(EnvEndpoints, "lists no endpoint")
 	}
 	return out
 }
 
-func (p *parser) pvc() *PVCConfig {
-	c := &PVCConfig{Dir: p.required(EnvPVCDir), Claim: p.required(EnvPVCClaim)}
-	sub, err := CleanSubPath(p.str(EnvPVCSubPath))
+func (p parser) pvc() *PVCConfig {
+	c := &PVCConfig{Dir: p.Required(EnvPVCDir), Claim: p.Required(EnvPVCClaim)}
+	sub, err := CleanSubPath(p.Optional(EnvPVCSubPath))
 	if err != nil {
-		p.fail(EnvPVCSubPath, "must be a relative folder inside the claim (no leading slash, no ..)")
+		p.Fail(EnvPVCSubPath, "must be a relative folder inside the claim (no leading slash, no ..)")
 	}
 	c.SubPath = sub
-	return c
-}
-
-func (p *parser) s3() *S3Config {
-	c := &S3Config{
-		Endpoint:       p.required(EnvS3Endpoint),
-		Bucket:         p.required(EnvS3Bucket),
-		KeyPrefix:      p.str(EnvS3Key),
-		Region:         p.str(EnvS3Region),
-		ForcePathStyle: p.boolean(EnvS3ForcePathStyle),
-		CAFile:         p.str(EnvS3CAFile),
-	}
-	if c.Region == "" {
-		c.Region = DefaultS3Region
-	}
-	if c.Endpoint != "" {
-		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.fail(EnvS3Endpoint, fmt.Sprintf("must be an http:// or https:// URL, not %q", c.Endpoint))
-		}
-	}
-	if dir := p.str(EnvS3CredentialsDir); dir != "" {
-		for _, name := range []string{EnvAWSAccessKeyID, EnvAWSSecretAccessKey} {
-			if v, _ := p.lookup(name); v != "" {
-				p.fail(name, "must not be set together with "+EnvS3CredentialsDir)
-			}
-		}
-		c.AccessKeyID = Credential{File: dir + "/" + EnvAWSAccessKeyID}
-		c.SecretAccessKey = Credential{File: dir + "/" + EnvAWSSecretAccessKey}
-		c.SessionToken = Credential{File: dir + "/" + EnvAWSSessionToken}
-		return c
-	}
-	id, _ := p.lookup(EnvAWSAccessKeyID)
-	secret, _ := p.lookup(EnvAWSSecretAccessKey)
-	token, _ := p.lookup(EnvAWSSessionToken)
-	if id == "" || secret == "" {
-		p.fail(EnvAWSAccessKeyID, "and "+EnvAWSSecretAccessKey+" are required for an S3 destination (or "+EnvS3CredentialsDir+")")
-	}
-	c.AccessKeyID = Credential{Value: Secret(strings.TrimSpace(id))}
-	c.SecretAccessKey = Credential{Value: Secret(strings.TrimSpace(secret))}
-	c.SessionToken = Credential{Value: Secret(strings.TrimSpace(token))}
 	return c
 }

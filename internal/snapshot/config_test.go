@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 )
 
 func lookupIn(env map[string]string) func(string) (string, bool) {
@@ -64,18 +66,18 @@ func TestParseConfigS3AndCredentials(t *testing.T) {
 	env[EnvCAFile], env[EnvCertFile], env[EnvKeyFile] = "/tls/ca.crt", "/tls/tls.crt", "/tls/tls.key"
 	env[EnvUsername], env[EnvPasswordFile] = "root", "/auth/password"
 	env[EnvDialTimeout], env[EnvTimeout] = "3s", "10m"
-	env[EnvTerminationMessagePath] = "/tmp/result"
+	env[agentenv.EnvTerminationMessagePath] = "/tmp/result"
 	cfg, err := ParseConfig(lookupIn(env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantS3 := &S3Config{
-		Endpoint: "https://rgw.example:8443", Bucket: "etcd", KeyPrefix: "prod/", Region: "us-east-1",
+	wantS3 := &S3Config{KeyPrefix: "prod/", S3Store: agentenv.S3Store{
+		Endpoint: "https://rgw.example:8443", Bucket: "etcd", Region: "us-east-1",
 		ForcePathStyle: true, CAFile: "/etc/s3/ca.crt",
-		AccessKeyID:     Credential{File: "/etc/s3/creds/AWS_ACCESS_KEY_ID"},
-		SecretAccessKey: Credential{File: "/etc/s3/creds/AWS_SECRET_ACCESS_KEY"},
-		SessionToken:    Credential{File: "/etc/s3/creds/AWS_SESSION_TOKEN"},
-	}
+		AccessKeyID:     agentenv.Credential{File: "/etc/s3/creds/AWS_ACCESS_KEY_ID"},
+		SecretAccessKey: agentenv.Credential{File: "/etc/s3/creds/AWS_SECRET_ACCESS_KEY"},
+		SessionToken:    agentenv.Credential{File: "/etc/s3/creds/AWS_SESSION_TOKEN"},
+	}}
 	if diff := cmp.Diff(wantS3, cfg.S3); diff != "" {
 		t.Errorf("S3 config (-want +got):\n%s", diff)
 	}
@@ -86,7 +88,7 @@ func TestParseConfigS3AndCredentials(t *testing.T) {
 
 	// Inline credentials, e.g. from envFrom: the Secret's keys are the variable names.
 	delete(env, EnvS3CredentialsDir)
-	env[EnvAWSAccessKeyID], env[EnvAWSSecretAccessKey] = "AKID", "s3cr3t"
+	env[agentenv.EnvAWSAccessKeyID], env[agentenv.EnvAWSSecretAccessKey] = "AKID", "s3cr3t"
 	cfg, err = ParseConfig(lookupIn(env))
 	if err != nil {
 		t.Fatal(err)
@@ -124,11 +126,11 @@ func TestParseConfigNamesEveryBadVariable(t *testing.T) {
 			[]string{EnvPVCDir, EnvPVCClaim}},
 		{"escaping subPath", func(env map[string]string) { env[EnvPVCSubPath] = "../other" }, []string{EnvPVCSubPath}},
 		{"s3 without anything", func(env map[string]string) { env[EnvDestination] = DestinationS3 },
-			[]string{EnvS3Endpoint, EnvS3Bucket, EnvAWSAccessKeyID}},
+			[]string{EnvS3Endpoint, EnvS3Bucket, agentenv.EnvAWSAccessKeyID}},
 		{"s3 bad endpoint and flag", func(env map[string]string) {
 			env[EnvDestination], env[EnvS3Endpoint], env[EnvS3Bucket] = DestinationS3, "rgw:8080", "b"
-			env[EnvS3ForcePathStyle], env[EnvS3CredentialsDir], env[EnvAWSSecretAccessKey] = "yes please", "/creds", "x"
-		}, []string{EnvS3Endpoint, EnvS3ForcePathStyle, EnvAWSSecretAccessKey}},
+			env[EnvS3ForcePathStyle], env[EnvS3CredentialsDir], env[agentenv.EnvAWSSecretAccessKey] = "yes please", "/creds", "x"
+		}, []string{EnvS3Endpoint, EnvS3ForcePathStyle, agentenv.EnvAWSSecretAccessKey}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -140,8 +142,8 @@ func TestParseConfigNamesEveryBadVariable(t *testing.T) {
 				t.Fatalf("ParseConfig = %v, want an InvalidConfig failure", err)
 			}
 			var named []string
-			for _, e := range err.(*Failure).Err.(configErrors) { //nolint:errorlint // the concrete types are this package's own
-				var ce *ConfigError
+			for _, e := range err.(*Failure).Err.(agentenv.Problems) { //nolint:errorlint // the concrete list is what is tested
+				var ce *agentenv.ConfigError
 				if errors.As(e, &ce) {
 					named = append(named, ce.Var)
 				}

@@ -28,54 +28,54 @@ type RetentionConfig struct {
 }
 
 // schedule reads the schedule's identity and retention; nil for a snapshot no schedule owns.
-func (p *parser) schedule() *ScheduleConfig {
-	name, uid := p.str(EnvScheduleName), p.str(EnvScheduleUID)
+func (p parser) schedule() *ScheduleConfig {
+	name, uid := p.Optional(EnvScheduleName), p.Optional(EnvScheduleUID)
 	retention := p.retention()
 	switch {
 	case name == "" && uid == "":
 		if retention != nil {
-			p.fail(EnvScheduleName, "and "+EnvScheduleUID+" are required when a retention variable is set")
+			p.Fail(EnvScheduleName, "and "+EnvScheduleUID+" are required when a retention variable is set")
 		}
 		return nil
 	case name == "" || uid == "":
-		p.fail(EnvScheduleName, "and "+EnvScheduleUID+" must be set together")
+		p.Fail(EnvScheduleName, "and "+EnvScheduleUID+" must be set together")
 		return nil
 	}
 	if err := ValidateSnapshotName(name); err != nil {
 		// Artifact names are matched against <name>-<digits>: a name that is no object name
 		// could match files it should not.
-		p.fail(EnvScheduleName, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.')")
+		p.Fail(EnvScheduleName, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.')")
 	}
 	return &ScheduleConfig{Name: name, UID: uid, Retention: retention}
 }
 
 // retention reads the retention variables; nil when none is set.
-func (p *parser) retention() *RetentionConfig {
+func (p parser) retention() *RetentionConfig {
 	r := RetentionConfig{
 		KeepLast:   p.count(EnvRetentionKeepLast),
 		KeepDaily:  p.count(EnvRetentionKeepDaily),
 		KeepWeekly: p.count(EnvRetentionKeepWeekly),
-		TimeZone:   p.str(EnvRetentionTimeZone),
+		TimeZone:   p.Optional(EnvRetentionTimeZone),
 	}
 	if r == (RetentionConfig{}) {
 		return nil
 	}
 	if r.KeepLast == 0 && r.KeepDaily == 0 && r.KeepWeekly == 0 {
-		p.fail(EnvRetentionKeepLast, "or "+EnvRetentionKeepDaily+" or "+EnvRetentionKeepWeekly+" is required when "+EnvRetentionTimeZone+" is set")
+		p.Fail(EnvRetentionKeepLast, "or "+EnvRetentionKeepDaily+" or "+EnvRetentionKeepWeekly+" is required when "+EnvRetentionTimeZone+" is set")
 		return nil
 	}
 	return &r
 }
 
 // count reads a positive integer; 0 when unset.
-func (p *parser) count(name string) int {
-	v := p.str(name)
+func (p parser) count(name string) int {
+	v := p.Optional(name)
 	if v == "" {
 		return 0
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		p.fail(name, fmt.Sprintf("must be a positive integer, not %q", v))
+		p.Fail(name, fmt.Sprintf("must be a positive integer, not %q", v))
 		return 0
 	}
 	return n

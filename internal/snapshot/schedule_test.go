@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 )
 
 func TestParseConfigSchedule(t *testing.T) {
@@ -60,8 +62,8 @@ func TestParseConfigRefusesAHalfSchedule(t *testing.T) {
 		var named []string
 		var f *Failure
 		if errors.As(err, &f) {
-			for _, e := range f.Err.(configErrors) { //nolint:errorlint // the concrete types are this package's own
-				if ce, ok := errors.AsType[*ConfigError](e); ok {
+			for _, e := range f.Err.(agentenv.Problems) { //nolint:errorlint // the concrete list is what is tested
+				if ce, ok := errors.AsType[*agentenv.ConfigError](e); ok {
 					named = append(named, ce.Var)
 				}
 			}

@@ -3,11 +3,11 @@ package snapshotagent
 import (
 	"context"
 	"crypto/sha256"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
@@ -26,11 +26,11 @@ type agent struct {
 func Take(ctx context.Context, cfg snapshot.Config, log logr.Logger) (snapshot.Result, error) {
 	a, secrets, err := newAgent(cfg, log)
 	if err != nil {
-		return snapshot.Result{}, redact(err, secrets)
+		return snapshot.Result{}, agentio.Redact(err, secrets)
 	}
 	res, err := a.run(ctx)
-	res.PruneError = redactString(res.PruneError, secrets)
-	return res, redact(err, secrets)
+	res.PruneError = agentio.RedactString(res.PruneError, secrets)
+	return res, agentio.Redact(err, secrets)
 }
 
 // newAgent reads the files cfg names (TLS material, credentials) and builds the clients.
@@ -48,7 +48,7 @@ func newAgent(cfg snapshot.Config, log logr.Logger) (*agent, []string, error) {
 	case cfg.PVC != nil:
 		a.dest = newPVCDestination(*cfg.PVC, cfg.SnapshotName, cfg.SnapshotUID, scheduleUID)
 	case cfg.S3 != nil:
-		client, s3Secrets, err := newS3Client(*cfg.S3)
+		client, s3Secrets, err := agentio.NewS3Client(cfg.S3.S3Store)
 		secrets = append(secrets, s3Secrets...)
 		if err != nil {
 			return nil, secrets, err
@@ -138,29 +138,3 @@ func (b revisionBounds) pick(scanned int64) int64 {
 	}
 	return rev
 }
-
-// redact removes secrets from err's text, keeping its reason.
-func redact(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	msg := redactString(err.Error(), secrets)
-	if msg == err.Error() {
-		return err
-	}
-	return snapshot.Fail(snapshot.ReasonOf(err), redactedError(msg))
-}
-
-// redactString replaces each secret in s.
-func redactString(s string, secrets []string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
-}
-
-type redactedError string
-
-func (e redactedError) Error() string { return string(e) }

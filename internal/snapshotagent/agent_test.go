@@ -272,17 +272,6 @@ func TestRevisionBounds(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	t.Parallel()
-	err := redact(snapshot.Failf(snapshot.ReasonAccessDenied, "signing with s3cr3t failed: %w", errInjected), []string{"", "s3cr3t"})
-	if strings.Contains(err.Error(), "s3cr3t") || snapshot.ReasonOf(err) != snapshot.ReasonAccessDenied {
-		t.Errorf("redact = %v (%s)", err, snapshot.ReasonOf(err))
-	}
-	if redact(nil, []string{"x"}) != nil {
-		t.Error("redact(nil) is not nil")
-	}
-}
-
 // failingWriter passes left bytes, then fails with err.
 type failingWriter struct {
 	w    io.Writer

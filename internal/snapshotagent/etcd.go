@@ -3,7 +3,6 @@ package snapshotagent
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
@@ -134,11 +134,11 @@ func dialerFor(cfg snapshot.Config) (etcdDialer, []string, error) {
 	if err != nil {
 		return nil, nil, snapshot.Fail(snapshot.ReasonInvalidConfig, err)
 	}
-	username, err := readCredential(cfg.Username, snapshot.EnvUsernameFile, false)
+	username, err := agentio.ReadCredential(cfg.Username, snapshot.EnvUsernameFile, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	password, err := readCredential(cfg.Password, snapshot.EnvPasswordFile, false)
+	password, err := agentio.ReadCredential(cfg.Password, snapshot.EnvPasswordFile, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,7 +171,7 @@ func etcdTLS(cfg snapshot.Config) (*tls.Config, string, error) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	var material [][]byte
 	if cfg.CAFile != "" {
-		pool, pem, err := readCAPool(cfg.CAFile, snapshot.EnvCAFile)
+		pool, pem, err := agentio.ReadCAPool(cfg.CAFile, snapshot.EnvCAFile)
 		if err != nil {
 			return nil, "", err
 		}
@@ -199,42 +199,4 @@ func etcdTLS(cfg snapshot.Config) (*tls.Config, string, error) {
 
 func anyHTTPS(endpoints []string) bool {
 	return slices.ContainsFunc(endpoints, func(ep string) bool { return strings.HasPrefix(ep, "https://") })
-}
-
-// readCAPool reads a PEM bundle named by the variable env.
-func readCAPool(file, env string) (*x509.CertPool, []byte, error) {
-	pem, err := os.ReadFile(file) //nolint:gosec // G304: a CA bundle the Job mounts and names
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", env, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("%s holds no PEM certificate", env)
-	}
-	return pool, pem, nil
-}
-
-// readCredential returns a credential's value, reading its file when it is given as one; env
-// names the file's variable in errors.
-// Trailing newlines of a file are dropped (editors and `echo` add them; Secrets created with
-// kubectl --from-file keep them). A missing optional file yields "".
-func readCredential(c snapshot.Credential, env string, optional bool) (string, error) {
-	if c.File == "" {
-		return string(c.Value), nil
-	}
-	data, err := os.ReadFile(c.File)
-	if optional && errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", snapshot.Failf(snapshot.ReasonInvalidConfig, "reading %s: %w", env, err)
-	}
-	return trimNewlines(string(data)), nil
-}
-
-func trimNewlines(s string) string {
-	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
-		s = s[:len(s)-1]
-	}
-	return s
 }

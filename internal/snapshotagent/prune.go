@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/go-logr/logr"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/retention"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
@@ -73,7 +74,7 @@ func (a *agent) prune(ctx context.Context, log logr.Logger) ([]string, error) {
 func (d *pvcDestination) FindCandidates(_ context.Context, owner retention.Owner) ([]retention.Found, error) {
 	entries, err := os.ReadDir(d.folder)
 	if err != nil {
-		return nil, fsFailure("listing the snapshot folder", err)
+		return nil, agentio.FSFailure("listing the snapshot folder", err)
 	}
 	var out []retention.Found
 	for _, e := range entries {
@@ -83,7 +84,7 @@ func (d *pvcDestination) FindCandidates(_ context.Context, owner retention.Owner
 		}
 		mark, err := os.ReadFile(filepath.Join(d.folder, e.Name()+snapshot.ScheduleSuffix))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fsFailure("reading the "+snapshot.ScheduleSuffix+" file of "+e.Name(), err)
+			return nil, agentio.FSFailure("reading the "+snapshot.ScheduleSuffix+" file of "+e.Name(), err)
 		}
 		out = append(out, retention.Found{Name: name, ScheduleUID: strings.TrimSpace(string(mark))})
 	}
@@ -98,7 +99,7 @@ func (d *pvcDestination) DeleteArtifact(_ context.Context, name string) error {
 	artifact := filepath.Join(d.folder, snapshot.ArtifactFileName(name))
 	for _, suffix := range append([]string{""}, snapshot.SiblingSuffixes...) {
 		if err := os.Remove(artifact + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fsFailure("deleting "+filepath.Base(artifact+suffix), err)
+			return agentio.FSFailure("deleting "+filepath.Base(artifact+suffix), err)
 		}
 	}
 	return syncDir(d.folder)
@@ -114,7 +115,7 @@ func (d *s3Destination) FindCandidates(ctx context.Context, owner retention.Owne
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, s3Failure("listing "+prefix+"*", err)
+			return nil, agentio.S3Failure("listing "+prefix+"*", err)
 		}
 		for _, obj := range page.Contents {
 			key := aws.ToString(obj.Key)
@@ -138,11 +139,11 @@ func (d *s3Destination) FindCandidates(ctx context.Context, owner retention.Owne
 // gone (deleted since it was listed).
 func (d *s3Destination) scheduleMark(ctx context.Context, key string) (uid string, found bool, err error) {
 	head, err := d.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.bucket, Key: &key})
-	if httpStatus(err) == http.StatusNotFound {
+	if agentio.HTTPStatus(err) == http.StatusNotFound {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, s3Failure("reading the metadata of "+key, err)
+		return "", false, agentio.S3Failure("reading the metadata of "+key, err)
 	}
 	return head.Metadata[snapshot.MetadataScheduleUID], true, nil
 }
@@ -152,7 +153,7 @@ func (d *s3Destination) scheduleMark(ctx context.Context, key string) (uid strin
 func (d *s3Destination) DeleteArtifact(ctx context.Context, name string) error {
 	key := d.folder + snapshot.ArtifactFileName(name)
 	if _, err := d.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.bucket, Key: &key}); err != nil {
-		return s3Failure("deleting "+key, err)
+		return agentio.S3Failure("deleting "+key, err)
 	}
 	sidecar := key + snapshot.ChecksumSuffix
 	uid, found, err := d.scheduleMark(ctx, sidecar)
@@ -160,7 +161,7 @@ func (d *s3Destination) DeleteArtifact(ctx context.Context, name string) error {
 		return err
 	}
 	if _, err := d.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.bucket, Key: &sidecar}); err != nil {
-		return s3Failure("deleting "+sidecar, err)
+		return agentio.S3Failure("deleting "+sidecar, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -173,7 +174,7 @@ func s3Pruning(t *testing.T) (*fakeS3, *agent) {
 	put("nightly-90.db", scheduleUID)          // outside the prefix
 	a := &agent{log: logr.Discard()}
 	scheduled(&a.cfg)
-	a.dest = newS3Destination(f, snapshot.S3Config{Bucket: "etcd", KeyPrefix: "prod"}, a.cfg.SnapshotName, ourUID, scheduleUID)
+	a.dest = newS3Destination(f, snapshot.S3Config{S3Store: agentenv.S3Store{Bucket: "etcd"}, KeyPrefix: "prod"}, a.cfg.SnapshotName, ourUID, scheduleUID)
 	put("prod/nightly-1000.db", scheduleUID)
 	return f, a
 }

@@ -4,16 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -47,7 +44,7 @@ func newPVCDestination(cfg snapshot.PVCConfig, snapshotName, uid, scheduleUID st
 		uri:         snapshot.PVCURI(cfg.Claim, cfg.SubPath, snapshotName),
 		uid:         uid,
 		scheduleUID: scheduleUID,
-		freeBytes:   statfsFree,
+		freeBytes:   agentio.FreeBytes,
 	}
 }
 
@@ -71,7 +68,7 @@ func (d *pvcDestination) Prepare(_ context.Context) error {
 		return snapshot.Failf(snapshot.ReasonInvalidConfig, "%s=%s is not a mounted folder", snapshot.EnvPVCDir, d.root)
 	}
 	if err := os.MkdirAll(d.folder, pvcDirMode); err != nil {
-		return fsFailure("creating the snapshot folder", err)
+		return agentio.FSFailure("creating the snapshot folder", err)
 	}
 	if err := d.removeStaleTemps(); err != nil {
 		return err
@@ -88,14 +85,14 @@ func (d *pvcDestination) existing() (snapshot.Existing, error) {
 	if _, err := os.Lstat(d.path("")); errors.Is(err, fs.ErrNotExist) {
 		return snapshot.Existing{}, nil
 	} else if err != nil {
-		return snapshot.Existing{}, fsFailure("checking for an existing artifact", err)
+		return snapshot.Existing{}, agentio.FSFailure("checking for an existing artifact", err)
 	}
 	uid, err := os.ReadFile(d.path(snapshot.UIDSuffix))
 	if errors.Is(err, fs.ErrNotExist) {
 		return snapshot.Existing{Present: true}, nil
 	}
 	if err != nil {
-		return snapshot.Existing{}, fsFailure("reading the existing artifact's UID", err)
+		return snapshot.Existing{}, agentio.FSFailure("reading the existing artifact's UID", err)
 	}
 	return snapshot.Existing{Present: true, UID: strings.TrimSpace(string(uid))}, nil
 }
@@ -108,7 +105,7 @@ func (d *pvcDestination) removeStaleTemps() error {
 		}
 		for _, f := range stale {
 			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fsFailure("removing a temporary file of an earlier attempt", err)
+				return agentio.FSFailure("removing a temporary file of an earlier attempt", err)
 			}
 		}
 	}
@@ -133,7 +130,7 @@ func (d *pvcDestination) Store(_ context.Context, body io.Reader, info artifactI
 	}
 	for _, suffix := range stale {
 		if err := os.Remove(d.path(suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fsFailure("removing the "+suffix+" file of an earlier attempt", err)
+			return agentio.FSFailure("removing the "+suffix+" file of an earlier attempt", err)
 		}
 	}
 	if err := d.writeAtomically("", body, d.wrapWriter); err != nil {
@@ -156,7 +153,7 @@ func (d *pvcDestination) CheckRoom(expected int64) error {
 	}
 	free, err := d.freeBytes(d.folder)
 	if err != nil {
-		return fsFailure("reading the free space of the snapshot folder", err)
+		return agentio.FSFailure("reading the free space of the snapshot folder", err)
 	}
 	if free < expected {
 		return snapshot.Failf(snapshot.ReasonNoSpace, "the snapshot needs about %d bytes but the volume has %d bytes free", expected, free)
@@ -179,7 +176,7 @@ func (d *pvcDestination) writeAtomically(suffix string, body io.Reader, wrap fun
 	}
 	tmp, err := os.CreateTemp(d.folder, d.tempPattern(suffix))
 	if err != nil {
-		return fsFailure("creating a temporary file for "+what, err)
+		return agentio.FSFailure("creating a temporary file for "+what, err)
 	}
 	defer func() {
 		if err != nil {
@@ -188,9 +185,9 @@ func (d *pvcDestination) writeAtomically(suffix string, body io.Reader, wrap fun
 		}
 	}()
 	var w io.Writer = tmp
-	var cache *dropBehind
+	var cache *agentio.DropBehind
 	if suffix == "" {
-		cache = newDropBehind(tmp)
+		cache = agentio.NewDropBehind(tmp)
 		w = cache
 	}
 	if wrap != nil {
@@ -200,22 +197,22 @@ func (d *pvcDestination) writeAtomically(suffix string, body io.Reader, wrap fun
 		if _, fromBody := errors.AsType[*snapshot.Failure](err); fromBody {
 			return err
 		}
-		return fsFailure("writing "+what, err)
+		return agentio.FSFailure("writing "+what, err)
 	}
 	if err := tmp.Chmod(pvcFileMode); err != nil {
-		return fsFailure("setting the permissions of "+what, err)
+		return agentio.FSFailure("setting the permissions of "+what, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return fsFailure("syncing "+what, err)
+		return agentio.FSFailure("syncing "+what, err)
 	}
 	if cache != nil {
-		cache.release()
+		cache.Release()
 	}
 	if err := tmp.Close(); err != nil {
-		return fsFailure("closing "+what, err)
+		return agentio.FSFailure("closing "+what, err)
 	}
 	if err := os.Rename(tmp.Name(), d.path(suffix)); err != nil {
-		return fsFailure("renaming "+what+" into place", err)
+		return agentio.FSFailure("renaming "+what+" into place", err)
 	}
 	return syncDir(d.folder)
 }
@@ -224,32 +221,11 @@ func (d *pvcDestination) writeAtomically(suffix string, body io.Reader, wrap fun
 func syncDir(dir string) error {
 	f, err := os.Open(dir) //nolint:gosec // G304: the snapshot folder the Job mounts
 	if err != nil {
-		return fsFailure("opening the snapshot folder to sync it", err)
+		return agentio.FSFailure("opening the snapshot folder to sync it", err)
 	}
 	defer func() { _ = f.Close() }()
 	if err := f.Sync(); err != nil {
-		return fsFailure("syncing the snapshot folder", err)
+		return agentio.FSFailure("syncing the snapshot folder", err)
 	}
 	return nil
-}
-
-func statfsFree(dir string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("statfs %s: %w", dir, err)
-	}
-	return int64(st.Bavail) * st.Bsize, nil //nolint:gosec // G115: block counts of a real volume are far below 2^63 bytes.
-}
-
-// fsFailure classifies a file-system error: a full volume or quota is NoSpace, a refused
-// permission or a read-only volume AccessDenied, anything else StoreFailed.
-func fsFailure(doing string, err error) error {
-	reason := snapshot.ReasonStoreFailed
-	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		reason = snapshot.ReasonNoSpace
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
-		reason = snapshot.ReasonAccessDenied
-	}
-	return snapshot.Failf(reason, "%s: %w", doing, err)
 }

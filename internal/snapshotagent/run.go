@@ -2,17 +2,9 @@ package snapshotagent
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"runtime/debug"
-	"syscall"
 
-	"github.com/go-logr/logr"
-
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -23,10 +15,7 @@ const Command = "snapshot-agent"
 // Job's deadline or a Pod deletion) and returns the exit code (snapshot.ExitOK,
 // snapshot.ExitTransient or snapshot.ExitPermanent).
 func Main(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) int {
-	if _, set := lookupEnv("GOMEMLIMIT"); !set {
-		debug.SetMemoryLimit(memoryLimit)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := agentio.StartProcess(lookupEnv, memoryLimit)
 	defer stop()
 	return Run(ctx, args, lookupEnv, stderr)
 }
@@ -36,68 +25,32 @@ func Main(args []string, lookupEnv func(string) (string, bool), stderr io.Writer
 // garbage collector's default pacing would let the heap reach twice that before collecting.
 const memoryLimit = 32 << 20
 
+// task names the agent's work when it is stopped or runs out of time.
+var task = agentio.Task{Name: "the snapshot", Done: "the snapshot was stored"}
+
 // Run takes one snapshot as configured by the environment (snapshot.ParseConfig), logs as JSON
 // to stderr, writes the result to the termination message file and returns the exit code. The
 // agent takes no arguments. Cancelling ctx stops it with snapshot.ReasonInterrupted.
 func Run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) int {
-	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, nil)).WithName(Command)
+	log := agentio.NewLogger(stderr, Command)
 	cfg, err := snapshot.ParseConfig(lookupEnv)
-	if err == nil && len(args) > 0 {
-		err = snapshot.Failf(snapshot.ReasonInvalidConfig, "%s takes no arguments (it is configured by environment variables), got %q", Command, args)
+	if err == nil {
+		err = agentio.NoArguments(Command, args)
 	}
 	var res snapshot.Result
 	if err == nil {
 		log = log.WithValues("snapshot", cfg.SnapshotName, "snapshotUID", cfg.SnapshotUID)
-		res, err = takeWithin(ctx, cfg, log)
+		res, err = agentio.Within(ctx, cfg.Timeout, task, func(ctx context.Context) (snapshot.Result, error) {
+			return Take(ctx, cfg, log)
+		})
 	}
-	path := cfg.TerminationMessagePath
 	if err != nil {
 		res = snapshot.FailureResult(err)
 		log.Error(err, "snapshot failed", "reason", res.Reason)
-		if path == "" { // the environment did not parse: still report where the Pod expects it
-			path = terminationPath(lookupEnv)
-		}
 	}
-	if werr := writeTerminationMessage(path, res); werr != nil {
-		log.Error(werr, "writing the termination message", "path", path)
-	}
+	agentio.WriteTerminationMessage(log, cfg.TerminationMessagePath, lookupEnv, snapshot.EncodeTerminationMessage(res))
 	if err != nil {
 		return res.Reason.ExitCode()
 	}
 	return snapshot.ExitOK
-}
-
-// takeWithin takes the snapshot within cfg.Timeout. When the run ends because time ran out or
-// because the agent was asked to stop, that is the reason reported, not the error of whichever
-// call the cancellation happened to interrupt.
-func takeWithin(ctx context.Context, cfg snapshot.Config, log logr.Logger) (snapshot.Result, error) {
-	runCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	res, err := Take(runCtx, cfg, log)
-	switch {
-	case err == nil:
-		return res, nil
-	case ctx.Err() != nil:
-		return res, snapshot.Failf(snapshot.ReasonInterrupted, "stopped before the snapshot was stored: %w", err)
-	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return res, snapshot.Failf(snapshot.ReasonDeadlineExceeded, "the snapshot did not finish within %s: %w", cfg.Timeout, err)
-	}
-	return res, err
-}
-
-func terminationPath(lookupEnv func(string) (string, bool)) string {
-	if p, _ := lookupEnv(snapshot.EnvTerminationMessagePath); p != "" {
-		return p
-	}
-	return snapshot.DefaultTerminationMessagePath
-}
-
-// writeTerminationMessage writes the result where the kubelet reads the container's
-// termination message, which the controller reads from the Pod's status: no log reading, no
-// pods/log permission.
-func writeTerminationMessage(path string, res snapshot.Result) error {
-	if err := os.WriteFile(path, snapshot.EncodeTerminationMessage(res), 0o600); err != nil {
-		return fmt.Errorf("writing the termination message: %w", err)
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -16,7 +17,7 @@ import (
 func runWith(ctx context.Context, t *testing.T, args []string, env map[string]string) (int, snapshot.Result, string) {
 	t.Helper()
 	term := filepath.Join(t.TempDir(), "termination-log")
-	env[snapshot.EnvTerminationMessagePath] = term
+	env[agentenv.EnvTerminationMessagePath] = term
 	var log bytes.Buffer
 	code := Run(ctx, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log)
 	data, err := os.ReadFile(term)
@@ -98,7 +99,7 @@ func TestRunNeverPrintsSecrets(t *testing.T) {
 	env = unreachableEnv(t)
 	delete(env, snapshot.EnvPVCDir)
 	env[snapshot.EnvDestination], env[snapshot.EnvS3Endpoint], env[snapshot.EnvS3Bucket] = snapshot.DestinationS3, "http://127.0.0.1:1", "b"
-	env[snapshot.EnvAWSAccessKeyID], env[snapshot.EnvAWSSecretAccessKey] = "AKID", secretKey
+	env[agentenv.EnvAWSAccessKeyID], env[agentenv.EnvAWSSecretAccessKey] = "AKID", secretKey
 	_, res2, log2 := runWith(t.Context(), t, nil, env)
 	all := log + log2 + res.Message + res2.Message
 	if strings.Contains(all, password) || strings.Contains(all, secretKey) {

@@ -4,21 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"errors"
 	"io"
 	"maps"
-	"net"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -32,10 +25,6 @@ type s3API interface {
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	multipartAPI
 }
-
-// s3DialTimeout bounds connecting to the store, as the etcd dial timeout does for etcd; the SDK's
-// retries (3 attempts) come on top.
-const s3DialTimeout = 10 * time.Second
 
 // s3Destination writes the object <key>/<name>.db with the snapshot's UID, its schedule's UID
 // (for a schedule's snapshot) and the etcd version as metadata, then the sidecar object
@@ -84,10 +73,10 @@ func (d *s3Destination) URI() string { return snapshot.S3URI(d.bucket, d.key) }
 // say which of the two is missing.
 func (d *s3Destination) Prepare(ctx context.Context) error {
 	if _, err := d.api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &d.bucket}); err != nil {
-		if httpStatus(err) == http.StatusNotFound {
+		if agentio.HTTPStatus(err) == http.StatusNotFound {
 			return snapshot.Failf(snapshot.ReasonBucketNotFound, "bucket %q does not exist", d.bucket)
 		}
-		return s3Failure("checking bucket "+d.bucket, err)
+		return agentio.S3Failure("checking bucket "+d.bucket, err)
 	}
 	existing, err := d.existing(ctx)
 	if err != nil {
@@ -101,11 +90,11 @@ func (d *s3Destination) Prepare(ctx context.Context) error {
 // closed rather than risk overwriting an object that exists.
 func (d *s3Destination) existing(ctx context.Context) (snapshot.Existing, error) {
 	out, err := d.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.bucket, Key: &d.key})
-	if httpStatus(err) == http.StatusNotFound {
+	if agentio.HTTPStatus(err) == http.StatusNotFound {
 		return snapshot.Existing{}, nil
 	}
 	if err != nil {
-		return snapshot.Existing{}, s3Failure("checking for an existing artifact", err)
+		return snapshot.Existing{}, agentio.S3Failure("checking for an existing artifact", err)
 	}
 	return snapshot.Existing{Present: true, UID: out.Metadata[snapshot.MetadataUID]}, nil
 }
@@ -133,87 +122,7 @@ func (d *s3Destination) StoreChecksum(ctx context.Context, sum [sha256.Size]byte
 		Metadata:      d.metadata(nil),
 	})
 	if err != nil {
-		return s3Failure("writing the checksum sidecar", err)
+		return agentio.S3Failure("writing the checksum sidecar", err)
 	}
 	return nil
-}
-
-// newS3Client builds the S3 client of cfg. It uses no shared AWS configuration (~/.aws, IMDS):
-// the Job's credentials are the only ones it may use.
-func newS3Client(cfg snapshot.S3Config) (*s3.Client, []string, error) {
-	id, err := readCredential(cfg.AccessKeyID, snapshot.EnvS3CredentialsDir, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	secret, err := readCredential(cfg.SecretAccessKey, snapshot.EnvS3CredentialsDir, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	token, err := readCredential(cfg.SessionToken, snapshot.EnvS3CredentialsDir, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	if id == "" || secret == "" {
-		return nil, nil, snapshot.Failf(snapshot.ReasonInvalidConfig, "the S3 access key ID or secret access key is empty")
-	}
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.CAFile != "" {
-		pool, _, err := readCAPool(cfg.CAFile, snapshot.EnvS3CAFile)
-		if err != nil {
-			return nil, nil, snapshot.Fail(snapshot.ReasonInvalidConfig, err)
-		}
-		tlsCfg.RootCAs = pool
-	}
-	httpClient := awshttp.NewBuildableClient().
-		WithTransportOptions(func(t *http.Transport) { t.TLSClientConfig = tlsCfg }).
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = s3DialTimeout })
-	client := s3.New(s3.Options{
-		Region:       cfg.Region,
-		BaseEndpoint: aws.String(cfg.Endpoint),
-		UsePathStyle: cfg.ForcePathStyle,
-		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, token),
-		HTTPClient:   httpClient,
-		// Checksums only where S3 requires them: the SDK's default adds CRC32 trailers
-		// (aws-chunked uploads) that Ceph RGW and other S3-compatible stores reject. The
-		// artifact's integrity is covered by its own SHA-256 sidecar.
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
-	return client, []string{secret, token}, nil
-}
-
-// httpStatus is the HTTP status of an S3 error response, 0 for other errors.
-func httpStatus(err error) int {
-	if re, ok := errors.AsType[*awshttp.ResponseError](err); ok {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
-// s3DeniedCodes are the error codes with which S3 and compatible stores refuse credentials or
-// access.
-var s3DeniedCodes = map[string]bool{
-	"AccessDenied": true, "Forbidden": true, "InvalidAccessKeyId": true, "SignatureDoesNotMatch": true,
-	"AllAccessDisabled": true, "AccountProblem": true, "InvalidToken": true, "ExpiredToken": true,
-}
-
-// s3Failure classifies an S3 error: a request that never got an answer is StoreUnreachable,
-// a refusal AccessDenied, a missing bucket BucketNotFound, anything else StoreFailed.
-func s3Failure(doing string, err error) error {
-	reason := snapshot.ReasonStoreFailed
-	apiErr, isAPI := errors.AsType[smithy.APIError](err)
-	switch {
-	case isAPI && apiErr.ErrorCode() == "NoSuchBucket":
-		reason = snapshot.ReasonBucketNotFound
-	case isAPI && s3DeniedCodes[apiErr.ErrorCode()], httpStatus(err) == http.StatusForbidden:
-		reason = snapshot.ReasonAccessDenied
-	case isRequestSendError(err):
-		reason = snapshot.ReasonStoreUnreachable
-	}
-	return snapshot.Failf(reason, "%s: %w", doing, err)
-}
-
-func isRequestSendError(err error) bool {
-	_, ok := errors.AsType[*smithyhttp.RequestSendError](err)
-	return ok
 }

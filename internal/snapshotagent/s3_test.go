@@ -19,6 +19,8 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
 
@@ -50,8 +52,8 @@ func TestS3Failure(t *testing.T) {
 		{errInjected, snapshot.ReasonStoreFailed},
 	}
 	for _, c := range cases {
-		if got := snapshot.ReasonOf(s3Failure("doing", c.err)); got != c.want {
-			t.Errorf("s3Failure(%v) = %s, want %s", c.err, got, c.want)
+		if got := snapshot.ReasonOf(agentio.S3Failure("doing", c.err)); got != c.want {
+			t.Errorf("S3Failure(%v) = %s, want %s", c.err, got, c.want)
 		}
 	}
 }
@@ -197,7 +199,7 @@ func (f *fakeS3) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartUp
 }
 
 func s3Dest(f *fakeS3, uid string) *s3Destination {
-	return newS3Destination(f, snapshot.S3Config{Bucket: "etcd", KeyPrefix: "prod/"}, "nightly", uid, "")
+	return newS3Destination(f, snapshot.S3Config{S3Store: agentenv.S3Store{Bucket: "etcd"}, KeyPrefix: "prod/"}, "nightly", uid, "")
 }
 
 func TestS3PrepareOverwriteGuard(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/etcd-operator/etcd-operator/internal/agentio"
 )
 
 // multipartAPI is the part of the S3 client a multipart upload uses.
@@ -55,7 +57,7 @@ func uploadMultipart(ctx context.Context, api multipartAPI, t multipartTarget, b
 		Bucket: &t.Bucket, Key: &t.Key, Metadata: t.Metadata, ContentType: aws.String("application/octet-stream"),
 	})
 	if err != nil {
-		return s3Failure("starting the upload", err)
+		return agentio.S3Failure("starting the upload", err)
 	}
 	u := &multipartUpload{api: api, target: t, id: created.UploadId}
 	completed, err := u.sendParts(ctx, body)
@@ -65,7 +67,7 @@ func uploadMultipart(ctx context.Context, api multipartAPI, t multipartTarget, b
 			MultipartUpload: &types.CompletedMultipartUpload{Parts: completed},
 		})
 		if err != nil {
-			err = s3Failure("completing the upload", err)
+			err = agentio.S3Failure("completing the upload", err)
 		}
 	}
 	if err != nil {
@@ -156,7 +158,7 @@ func (u *multipartUpload) uploadParts(ctx context.Context, full <-chan part, fre
 			PartNumber: aws.Int32(p.number), Body: bytes.NewReader(p.data), ContentLength: aws.Int64(int64(len(p.data))),
 		})
 		if err != nil {
-			return s3Failure(fmt.Sprintf("uploading part %d", p.number), err)
+			return agentio.S3Failure(fmt.Sprintf("uploading part %d", p.number), err)
 		}
 		*completed = append(*completed, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(p.number)})
 		free <- p.data[:cap(p.data)]

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
@@ -77,8 +78,8 @@ func needs(s *etcdv1alpha2.EtcdSnapshot, c *etcdv1alpha2.EtcdCluster) []need {
 	case d.PVC != nil:
 		out = append(out, need{claim: d.PVC.ClaimName})
 	case d.S3 != nil:
-		out = append(out, need{secret: d.S3.CredentialsSecretRef.Name, key: snapshot.EnvAWSAccessKeyID},
-			need{secret: d.S3.CredentialsSecretRef.Name, key: snapshot.EnvAWSSecretAccessKey})
+		out = append(out, need{secret: d.S3.CredentialsSecretRef.Name, key: agentenv.EnvAWSAccessKeyID},
+			need{secret: d.S3.CredentialsSecretRef.Name, key: agentenv.EnvAWSSecretAccessKey})
 		if d.S3.CASecretRef != nil {
 			out = append(out, need{secret: d.S3.CASecretRef.Name, key: "ca.crt"})
 		}

@@ -20,32 +20,9 @@ var k8sClient client.Client
 const parallel = 8
 
 func TestMain(m *testing.M) {
-	if err := apiserver.DefaultParallel(parallel); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	if err := etcdv1alpha2.AddToScheme(scheme.Scheme); err != nil {
 		fmt.Fprintln(os.Stderr, "registering the API types:", err)
-		return 1
+		os.Exit(1)
 	}
-	env, cfg, err := apiserver.Start(nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
-		}
-	}()
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "building a client:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(apiserver.RunPackage(m, parallel, scheme.Scheme, func(srv *apiserver.Shared) { k8sClient = srv.Client }))
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdsnapshot"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
@@ -211,12 +212,12 @@ func TestSnapshotWaitsForItsSecrets(t *testing.T) {
 	if c := meta.FindStatusCondition(s.Status.Conditions, etcdv1alpha2.ConditionReady); c == nil || c.Message != "Secret creds does not exist in namespace "+w.ns+": create it; the snapshot waits for it" {
 		t.Errorf("Ready message %v", c)
 	}
-	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "creds"}, Data: map[string][]byte{snapshot.EnvAWSAccessKeyID: []byte("k")}}
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "creds"}, Data: map[string][]byte{agentenv.EnvAWSAccessKeyID: []byte("k")}}
 	if err := k8sClient.Create(t.Context(), creds); err != nil {
 		t.Fatal(err)
 	}
 	requirePhase(t, w.pass("s5"), etcdv1alpha2.SnapshotPhasePending, backup.ReasonSecretMissing)
-	creds.Data[snapshot.EnvAWSSecretAccessKey] = []byte("s")
+	creds.Data[agentenv.EnvAWSSecretAccessKey] = []byte("s")
 	if err := k8sClient.Update(t.Context(), creds); err != nil {
 		t.Fatal(err)
 	}

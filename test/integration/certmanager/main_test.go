@@ -35,25 +35,17 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	testEnv, cfg, err := apiserver.Start(nil, crds)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
-		}
-	}()
-	restConfig = cfg
 	if scheme, err = operator.NewScheme(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, "building a client:", err)
+	srv, err := apiserver.StartShared(scheme, crds)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer srv.Stop()
+	restConfig, k8s = srv.Config, srv.Client
 	return m.Run()
 }
 

@@ -34,34 +34,11 @@ func repoRoot() string {
 const parallel = 8
 
 func TestMain(m *testing.M) {
-	if err := apiserver.DefaultParallel(parallel); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	if err := etcdv1alpha2.AddToScheme(scheme.Scheme); err != nil {
 		fmt.Fprintln(os.Stderr, "registering the API types:", err)
-		return 1
+		os.Exit(1)
 	}
-	env, cfg, err := apiserver.Start(nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	testEnv = env
-	defer func() {
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping kube-apiserver and etcd:", err)
-		}
-	}()
-	restConfig = cfg
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "building a client:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(apiserver.RunPackage(m, parallel, scheme.Scheme, func(srv *apiserver.Shared) {
+		testEnv, restConfig, k8sClient = srv.Env, srv.Config, srv.Client
+	}))
 }

@@ -2,7 +2,6 @@ package etcdclient_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +21,8 @@ func TestCallsNotServedByA35Learner(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	c := etcdproc.StartForTest(ctx, t, etcdproc.Options{Size: 1, Binary: binaryOfMinor(t, "3.5")})
+	dir, _ := etcdproc.RequireRelease(t, "3.5")
+	c := etcdproc.StartForTest(ctx, t, etcdproc.Options{Size: 1, Binary: filepath.Join(dir, "etcd")})
 	joiner, err := c.PrepareMember("learner")
 	if err != nil {
 		t.Fatal(err)
@@ -66,17 +66,4 @@ func TestCallsNotServedByA35Learner(t *testing.T) {
 		}
 		time.Sleep(pollInterval)
 	}
-}
-
-// binaryOfMinor is the etcd binary of minor (e.g. "3.5") among ETCD_BIN_DIRS, the folders
-// `make test` passes; the test fails without it.
-func binaryOfMinor(t *testing.T, minor string) string {
-	t.Helper()
-	for d := range strings.SplitSeq(os.Getenv("ETCD_BIN_DIRS"), ":") {
-		if strings.Contains(filepath.Base(d), "v"+minor+".") {
-			return filepath.Join(d, "etcd")
-		}
-	}
-	t.Fatalf("no etcd %s in ETCD_BIN_DIRS=%q: run through `make test`", minor, os.Getenv("ETCD_BIN_DIRS"))
-	return ""
 }

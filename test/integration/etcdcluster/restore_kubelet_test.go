@@ -11,10 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/restoreagent"
-	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 )
 
 // restoreBackoff stands in for the kubelet's back-off between runs of a failed init container.
@@ -62,9 +63,9 @@ func (r *realEtcd) restoreInit(ctx context.Context, pod *corev1.Pod, volumeDir s
 	}
 	env[restore.EnvEtcdutl] = r.etcdutl
 	term := filepath.Join(r.dir, "termination-"+string(pod.UID))
-	env[snapshot.EnvTerminationMessagePath] = term
+	env[agentenv.EnvTerminationMessagePath] = term
 	var log bytes.Buffer
-	code := restoreagent.Run(ctx, nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log)
+	code := restoreagent.Run(ctx, nil, agentrun.Lookup(env), &log)
 	if code == 0 {
 		return true, nil
 	}

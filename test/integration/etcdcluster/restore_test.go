@@ -1,7 +1,6 @@
 package etcdcluster_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 	"github.com/etcd-operator/etcd-operator/test/utils/wait"
 )
@@ -35,13 +34,11 @@ const restoreClaim = "backups"
 // etcdutlOf is the etcdutl of minor from ETCD_BIN_DIRS; the test is skipped without it.
 func etcdutlOf(t *testing.T, minor string) string {
 	t.Helper()
-	for d := range strings.SplitSeq(os.Getenv("ETCD_BIN_DIRS"), ":") {
-		if d != "" && strings.Contains(filepath.Base(d), "v"+minor+".") {
-			return filepath.Join(d, "etcdutl")
-		}
+	dir, _, ok := etcdproc.FindRelease(minor)
+	if !ok {
+		t.Skipf("no etcd %s in %s (set it to the output of `go run ./hack/binaries etcd`)", minor, etcdproc.EnvBinDirs)
 	}
-	t.Skipf("no etcd %s in ETCD_BIN_DIRS (set it to the output of `go run ./hack/binaries etcd`)", minor)
-	return ""
+	return filepath.Join(dir, "etcdutl")
 }
 
 // snapshotSource is an etcd holding keys, with a snapshot of it taken by the snapshot agent onto
@@ -67,23 +64,13 @@ func newSnapshotSource(ctx context.Context, t *testing.T, dir string) *snapshotS
 			t.Fatal(err)
 		}
 	}
-	term := filepath.Join(t.TempDir(), "termination-log")
 	env := map[string]string{
 		snapshot.EnvEndpoints: strings.Join(c.Endpoints(), ","), snapshot.EnvSnapshotName: "nightly", snapshot.EnvSnapshotUID: "uid-nightly",
 		snapshot.EnvDestination: snapshot.DestinationPVC, snapshot.EnvPVCDir: dir, snapshot.EnvPVCClaim: restoreClaim, snapshot.EnvPVCSubPath: "etcd",
-		snapshot.EnvTerminationMessagePath: term,
 	}
-	var log bytes.Buffer
-	if code := snapshotagent.Run(ctx, nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log); code != 0 {
-		t.Fatalf("snapshot agent: exit %d: %s", code, log.String())
-	}
-	data, err := os.ReadFile(term)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := snapshot.ParseTerminationMessage(data)
-	if err != nil {
-		t.Fatal(err)
+	code, res := agentrun.Snapshot(ctx, t, env)
+	if code != 0 {
+		t.Fatalf("snapshot agent: exit %d: %s", code, res.Message)
 	}
 	for i := range 5 {
 		if _, err := cli.Put(ctx, fmt.Sprintf("after/%d", i), "not in the snapshot"); err != nil {

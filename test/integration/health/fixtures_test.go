@@ -23,6 +23,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-operator/etcd-operator/internal/health"
+	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
 // updateFixtures makes TestTerminationFixtures write what it captured into
@@ -186,17 +187,10 @@ func keepUnrun(t *testing.T, minor string, index *fixtureIndex) {
 
 func etcdBinDirs(t *testing.T) []string {
 	t.Helper()
-	v := os.Getenv("ETCD_BIN_DIRS")
-	if v == "" {
-		t.Fatal("ETCD_BIN_DIRS is not set: run through `make test`, or set it to the folders printed by `go run ./hack/binaries etcd`, colon-separated")
+	if err := etcdproc.CheckBinDirs(); err != nil {
+		t.Fatal(err)
 	}
-	var dirs []string
-	for d := range strings.SplitSeq(v, ":") {
-		if d != "" {
-			dirs = append(dirs, d)
-		}
-	}
-	return dirs
+	return etcdproc.BinDirs()
 }
 
 var versionRE = regexp.MustCompile(`etcd Version: (\d+\.\d+\.\d+)`)

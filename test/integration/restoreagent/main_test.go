@@ -7,7 +7,6 @@
 package restoreagent_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -23,9 +22,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/guard"
 	"github.com/etcd-operator/etcd-operator/internal/membership"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
-	"github.com/etcd-operator/etcd-operator/internal/restoreagent"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
@@ -39,24 +37,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("ETCD_BIN_DIRS") == "" {
-		fmt.Fprintln(os.Stderr, "ETCD_BIN_DIRS is not set: run these tests with `make test`, or set it to the folders "+
-			"printed by `go run ./hack/binaries etcd`, colon-separated")
+	if err := etcdproc.CheckBinDirs(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
-}
-
-// binDir is the folder holding etcd, etcdctl and etcdutl of minor, and the full version.
-func binDir(t *testing.T, minor string) (string, string) {
-	t.Helper()
-	for d := range strings.SplitSeq(os.Getenv("ETCD_BIN_DIRS"), ":") {
-		if _, v, ok := strings.Cut(filepath.Base(d), "-v"); ok && strings.HasPrefix(v, minor+".") {
-			return d, v
-		}
-	}
-	t.Fatalf("no etcd %s in ETCD_BIN_DIRS=%q", minor, os.Getenv("ETCD_BIN_DIRS"))
-	return "", ""
 }
 
 // source is a running one-member cluster holding a known keyspace.
@@ -70,7 +55,7 @@ type source struct {
 // that a restored keyspace differs from a fresh one in every way that matters.
 func startSource(ctx context.Context, t *testing.T, minor string) *source {
 	t.Helper()
-	dir, _ := binDir(t, minor)
+	dir, _ := etcdproc.RequireRelease(t, minor)
 	c := etcdproc.StartForTest(ctx, t, etcdproc.Options{Binary: filepath.Join(dir, "etcd")})
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 10 * time.Second})
 	if err != nil {
@@ -103,6 +88,16 @@ func (s *source) writeAfter(ctx context.Context, t *testing.T) {
 	}
 }
 
+// takeSnapshot runs the snapshot agent with env; it must succeed.
+func takeSnapshot(ctx context.Context, t *testing.T, env map[string]string) snapshot.Result {
+	t.Helper()
+	code, res := agentrun.Snapshot(ctx, t, env)
+	if code != 0 {
+		t.Fatalf("snapshot agent exited %d: %s", code, res.Message)
+	}
+	return res
+}
+
 // snapshotToPVC takes a snapshot with the snapshot agent into folder dir (a claim's root)
 // under etcd/, and returns the agent's result.
 func (s *source) snapshotToPVC(ctx context.Context, t *testing.T, dir, name string) snapshot.Result {
@@ -118,29 +113,6 @@ func (s *source) snapshotToPVC(ctx context.Context, t *testing.T, dir, name stri
 	})
 }
 
-func takeSnapshot(ctx context.Context, t *testing.T, env map[string]string) snapshot.Result {
-	t.Helper()
-	term := filepath.Join(t.TempDir(), "termination-log")
-	env[snapshot.EnvTerminationMessagePath] = term
-	var log bytes.Buffer
-	if code := snapshotagent.Run(ctx, nil, lookup(env), &log); code != 0 {
-		t.Fatalf("snapshot agent exited %d: %s", code, log.String())
-	}
-	data, err := os.ReadFile(term)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := snapshot.ParseTerminationMessage(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
-func lookup(env map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-}
-
 // target is an etcd member, not started, whose data dir the restore fills.
 type target struct {
 	c       *etcdproc.Cluster
@@ -151,7 +123,7 @@ type target struct {
 
 func newTarget(t *testing.T, minor string) *target {
 	t.Helper()
-	dir, v := binDir(t, minor)
+	dir, v := etcdproc.RequireRelease(t, minor)
 	c, err := etcdproc.NewCluster(etcdproc.Options{Binary: filepath.Join(dir, "etcd"), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -186,27 +158,6 @@ func (tg *target) pvcEnv(dir, name string) map[string]string {
 	env[restore.EnvPVCClaim] = claim
 	env[restore.EnvPVCPath] = "etcd/" + snapshot.ArtifactFileName(name)
 	return env
-}
-
-// runRestore runs the agent in-process and returns its exit code and result.
-func runRestore(ctx context.Context, t *testing.T, env map[string]string) (int, restore.Result) {
-	t.Helper()
-	term := filepath.Join(t.TempDir(), "termination-log")
-	env[snapshot.EnvTerminationMessagePath] = term
-	var log bytes.Buffer
-	code := restoreagent.Run(ctx, nil, lookup(env), &log)
-	data, err := os.ReadFile(term)
-	if err != nil {
-		t.Fatalf("no termination message (log: %s): %v", log.String(), err)
-	}
-	res, err := restore.ParseTerminationMessage(data)
-	if err != nil {
-		t.Fatalf("termination message %s: %v", data, err)
-	}
-	if code != 0 {
-		t.Logf("restore agent exited %d: %s", code, log.String())
-	}
-	return code, res
 }
 
 // noMember fails when the target's data dir holds member/ or anything but what was there.
@@ -295,7 +246,7 @@ func sameKeyspace(ctx context.Context, t *testing.T, src *source, restored *clie
 // recorded version.
 func etcdctlSnapshot(ctx context.Context, t *testing.T, src *source, file string) {
 	t.Helper()
-	dir, _ := binDir(t, src.minor)
+	dir, _ := etcdproc.RequireRelease(t, src.minor)
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
+	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
 // TestRestoreFromPVC restores a snapshot the snapshot agent stored on a claim, for every
@@ -29,13 +31,13 @@ func TestRestoreFromPVC(t *testing.T) {
 			src.writeAfter(ctx, t)
 
 			tg := newTarget(t, c.to)
-			code, res := runRestore(ctx, t, tg.pvcEnv(backups, "nightly"))
+			code, res := agentrun.Restore(ctx, t, tg.pvcEnv(backups, "nightly"))
 			want := restore.Result{Outcome: restore.OutcomeRestored, URI: "pvc://backups/etcd/nightly.db", SizeBytes: snap.SizeBytes,
 				Checksum: snap.Checksum, Verification: restore.VerifiedBySidecar, SnapshotVersion: snap.EtcdVersion}
 			if code != 0 || res != want {
 				t.Fatalf("restore: exit %d, %+v; want %+v", code, res, want)
 			}
-			if code, again := runRestore(ctx, t, tg.pvcEnv(backups, "nightly")); code != 0 || again.Outcome != restore.OutcomeAlreadyRestored {
+			if code, again := agentrun.Restore(ctx, t, tg.pvcEnv(backups, "nightly")); code != 0 || again.Outcome != restore.OutcomeAlreadyRestored {
 				t.Errorf("second run: exit %d, %+v", code, again)
 			}
 			sameKeyspace(ctx, t, src, tg.start(ctx, t, src), snap.Revision)
@@ -62,7 +64,7 @@ func TestRestoreRefusesTamperedArtifact(t *testing.T) {
 		if checksum != "" {
 			env[restore.EnvChecksum] = checksum
 		}
-		code, res := runRestore(ctx, t, env)
+		code, res := agentrun.Restore(ctx, t, env)
 		if code != snapshot.ExitPermanent || res.Reason != restore.ReasonChecksumMismatch {
 			t.Errorf("%s: exit %d, %+v; want ChecksumMismatch", name, code, res)
 		}
@@ -77,7 +79,7 @@ func TestRestoreRefusesTamperedArtifact(t *testing.T) {
 	tg := newTarget(t, "3.6")
 	env := tg.pvcEnv(backups, "nightly")
 	env[restore.EnvChecksum] = snap.Checksum
-	if code, res := runRestore(ctx, t, env); code != 0 || res.Verification != restore.VerifiedBySpec {
+	if code, res := agentrun.Restore(ctx, t, env); code != 0 || res.Verification != restore.VerifiedBySpec {
 		t.Fatalf("with the spec's checksum and a wrong sidecar: exit %d, %+v", code, res)
 	}
 	sameKeyspace(ctx, t, src, tg.start(ctx, t, src), snap.Revision)
@@ -110,7 +112,7 @@ func TestRestoreRefusesNewerMinor(t *testing.T) {
 	backups := t.TempDir()
 	snap := src.snapshotToPVC(ctx, t, backups, "nightly")
 	tg := newTarget(t, "3.5")
-	code, res := runRestore(ctx, t, tg.pvcEnv(backups, "nightly"))
+	code, res := agentrun.Restore(ctx, t, tg.pvcEnv(backups, "nightly"))
 	if code != snapshot.ExitPermanent || res.Reason != restore.ReasonVersionTooNew || res.SnapshotVersion != snap.EtcdVersion || res.Checksum != "" {
 		t.Errorf("3.6 snapshot into 3.5: exit %d, %+v; want VersionTooNew before the download", code, res)
 	}
@@ -133,7 +135,7 @@ func TestRestoreUnverifiedSnapshot(t *testing.T) {
 	src.writeAfter(ctx, t)
 
 	tg := newTarget(t, "3.6")
-	code, res := runRestore(ctx, t, tg.pvcEnv(backups, "by-hand"))
+	code, res := agentrun.Restore(ctx, t, tg.pvcEnv(backups, "by-hand"))
 	if code != 0 || res.Verification != restore.Unverified || res.SnapshotVersion != "" || res.Checksum == "" {
 		t.Fatalf("etcdctl snapshot: exit %d, %+v; want restored, unverified", code, res)
 	}
@@ -148,13 +150,13 @@ func TestRestoreUnverifiedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := newTarget(t, "3.6")
-	if code, res := runRestore(ctx, t, raw.pvcEnv(backups, "raw")); code != snapshot.ExitPermanent || res.Reason != restore.ReasonEtcdutlFailed {
+	if code, res := agentrun.Restore(ctx, t, raw.pvcEnv(backups, "raw")); code != snapshot.ExitPermanent || res.Reason != restore.ReasonEtcdutlFailed {
 		t.Errorf("a database without its hash: exit %d, %+v; want EtcdutlFailed", code, res)
 	}
 	raw.noMember(t)
 
 	missing := newTarget(t, "3.6")
-	if code, res := runRestore(ctx, t, missing.pvcEnv(backups, "nothing-here")); code != snapshot.ExitPermanent || res.Reason != restore.ReasonArtifactNotFound {
+	if code, res := agentrun.Restore(ctx, t, missing.pvcEnv(backups, "nothing-here")); code != snapshot.ExitPermanent || res.Reason != restore.ReasonArtifactNotFound {
 		t.Errorf("a missing file: exit %d, %+v; want ArtifactNotFound", code, res)
 	}
 }
@@ -162,7 +164,7 @@ func TestRestoreUnverifiedSnapshot(t *testing.T) {
 // snapshotRevision is the revision `etcdutl snapshot status` reads from a snapshot file.
 func snapshotRevision(t *testing.T, file string) int64 {
 	t.Helper()
-	dir, _ := binDir(t, "3.6")
+	dir, _ := etcdproc.RequireRelease(t, "3.6")
 	out, err := exec.Command(filepath.Join(dir, "etcdutl"), "snapshot", "status", file, "-w", "json").Output()
 	if err != nil {
 		t.Fatalf("etcdutl snapshot status: %v", err)

@@ -11,8 +11,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
 )
 
@@ -21,7 +23,7 @@ import (
 func (tg *target) s3Env(t *testing.T, srv *s3server.Server, bucket, key string) map[string]string {
 	t.Helper()
 	creds := t.TempDir()
-	for name, value := range map[string]string{snapshot.EnvAWSAccessKeyID: srv.AccessKey, snapshot.EnvAWSSecretAccessKey: srv.SecretKey + "\n"} {
+	for name, value := range map[string]string{agentenv.EnvAWSAccessKeyID: srv.AccessKey, agentenv.EnvAWSSecretAccessKey: srv.SecretKey + "\n"} {
 		if err := os.WriteFile(filepath.Join(creds, name), []byte(value), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -52,13 +54,13 @@ func TestRestoreFromS3(t *testing.T) {
 		snapshot.EnvEndpoints: strings.Join(src.c.Endpoints(), ","), snapshot.EnvSnapshotName: "nightly", snapshot.EnvSnapshotUID: "uid-1",
 		snapshot.EnvDestination: snapshot.DestinationS3, snapshot.EnvS3Endpoint: srv.Endpoint, snapshot.EnvS3Bucket: bucket,
 		snapshot.EnvS3Key: "prod/etcd", snapshot.EnvS3ForcePathStyle: "true",
-		snapshot.EnvAWSAccessKeyID: srv.AccessKey, snapshot.EnvAWSSecretAccessKey: srv.SecretKey,
+		agentenv.EnvAWSAccessKeyID: srv.AccessKey, agentenv.EnvAWSSecretAccessKey: srv.SecretKey,
 	})
 	src.writeAfter(ctx, t)
 	key := "prod/etcd/nightly.db"
 
 	tg := newTarget(t, "3.6")
-	code, res := runRestore(ctx, t, tg.s3Env(t, srv, bucket, key))
+	code, res := agentrun.Restore(ctx, t, tg.s3Env(t, srv, bucket, key))
 	want := restore.Result{Outcome: restore.OutcomeRestored, URI: snap.URI, SizeBytes: snap.SizeBytes, Checksum: snap.Checksum,
 		Verification: restore.VerifiedBySidecar, SnapshotVersion: snap.EtcdVersion}
 	if code != 0 || res != want {
@@ -92,7 +94,7 @@ func TestRestoreFromS3(t *testing.T) {
 		if c.edit != nil {
 			c.edit(env)
 		}
-		code, res := runRestore(ctx, t, env)
+		code, res := agentrun.Restore(ctx, t, env)
 		if res.Reason != c.reason || code != restore.ExitCode(c.reason) {
 			t.Errorf("%s: exit %d, %+v; want %s", name, code, res, c.reason)
 		}
@@ -107,7 +109,7 @@ func TestRestoreFromS3(t *testing.T) {
 func wrongSecret(t *testing.T) func(env map[string]string) {
 	t.Helper()
 	return func(env map[string]string) {
-		if err := os.WriteFile(filepath.Join(env[restore.EnvS3CredentialsDir], snapshot.EnvAWSSecretAccessKey), []byte("wrong-secret"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(env[restore.EnvS3CredentialsDir], agentenv.EnvAWSSecretAccessKey), []byte("wrong-secret"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
@@ -48,7 +49,7 @@ func TestSnapshotOverMTLSWithAuth(t *testing.T) {
 	}
 
 	ok := env("root", rootPassword)
-	code, res := runAgent(ctx, t, ok)
+	code, res := agentrun.Snapshot(ctx, t, ok)
 	if code != 0 {
 		t.Fatalf("snapshot over mTLS with auth: %+v", res)
 	}
@@ -61,14 +62,14 @@ func TestSnapshotOverMTLSWithAuth(t *testing.T) {
 		"wrong password":    env("root", "wrong"),
 		"user without root": env("reader", readerPassword),
 	} {
-		code, res := runAgent(ctx, t, e)
+		code, res := agentrun.Snapshot(ctx, t, e)
 		if code != snapshot.ExitPermanent || res.Reason != snapshot.ReasonEtcdAuthFailed {
 			t.Errorf("%s: exit %d, %+v; want EtcdAuthFailed", name, code, res)
 		}
 	}
 	missingCA := env("root", rootPassword)
 	missingCA[snapshot.EnvCAFile] = filepath.Join(secrets, "absent.crt")
-	if code, res := runAgent(ctx, t, missingCA); res.Reason != snapshot.ReasonInvalidConfig || code != snapshot.ExitPermanent {
+	if code, res := agentrun.Snapshot(ctx, t, missingCA); res.Reason != snapshot.ReasonInvalidConfig || code != snapshot.ExitPermanent {
 		t.Errorf("missing CA file: exit %d, %+v; want InvalidConfig", code, res)
 	}
 }

@@ -5,7 +5,6 @@
 package snapshotagent_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -20,7 +19,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotagent"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
@@ -35,9 +33,8 @@ const (
 var minors = []string{"3.5", "3.6", "3.7"}
 
 func TestMain(m *testing.M) {
-	if os.Getenv("ETCD_BIN_DIRS") == "" {
-		fmt.Fprintln(os.Stderr, "ETCD_BIN_DIRS is not set: run these tests with `make test`, or set it to the folders "+
-			"printed by `go run ./hack/binaries etcd`, colon-separated")
+	if err := etcdproc.CheckBinDirs(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -47,21 +44,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binDir is the folder holding etcd, etcdctl and etcdutl of minor.
-func binDir(t *testing.T, minor string) string {
-	t.Helper()
-	for d := range strings.SplitSeq(os.Getenv("ETCD_BIN_DIRS"), ":") {
-		if strings.Contains(filepath.Base(d), "v"+minor+".") {
-			return d
-		}
-	}
-	t.Fatalf("no etcd %s in ETCD_BIN_DIRS=%q", minor, os.Getenv("ETCD_BIN_DIRS"))
-	return ""
-}
-
 func startCluster(ctx context.Context, t *testing.T, minor string, opts etcdproc.Options) *etcdproc.Cluster {
 	t.Helper()
-	opts.Binary = filepath.Join(binDir(t, minor), "etcd")
+	dir, _ := etcdproc.RequireRelease(t, minor)
+	opts.Binary = filepath.Join(dir, "etcd")
 	return etcdproc.StartForTest(ctx, t, opts)
 }
 
@@ -97,27 +83,6 @@ func pvcEnv(c *etcdproc.Cluster, dir, name, uid string) map[string]string {
 	}
 }
 
-// runAgent runs the agent in-process with env and returns its exit code and result.
-func runAgent(ctx context.Context, t *testing.T, env map[string]string) (int, snapshot.Result) {
-	t.Helper()
-	term := filepath.Join(t.TempDir(), "termination-log")
-	env[snapshot.EnvTerminationMessagePath] = term
-	var log bytes.Buffer
-	code := snapshotagent.Run(ctx, nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &log)
-	data, err := os.ReadFile(term)
-	if err != nil {
-		t.Fatalf("no termination message (log: %s): %v", log.String(), err)
-	}
-	res, err := snapshot.ParseTerminationMessage(data)
-	if err != nil {
-		t.Fatalf("termination message %s: %v", data, err)
-	}
-	if code != 0 {
-		t.Logf("agent exited %d: %s", code, log.String())
-	}
-	return code, res
-}
-
 // artifactPath is where the agent writes snapshot name under env's PVC folder.
 func artifactPath(env map[string]string, name string) string {
 	return filepath.Join(env[snapshot.EnvPVCDir], env[snapshot.EnvPVCSubPath], snapshot.ArtifactFileName(name))
@@ -131,7 +96,8 @@ type utlStatus struct {
 
 func snapshotStatus(t *testing.T, minor, file string) utlStatus {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(binDir(t, minor), "etcdutl"), "snapshot", "status", file, "-w", "json").Output()
+	dir, _ := etcdproc.RequireRelease(t, minor)
+	out, err := exec.Command(filepath.Join(dir, "etcdutl"), "snapshot", "status", file, "-w", "json").Output()
 	if err != nil {
 		t.Fatalf("etcdutl snapshot status %s: %v", file, err)
 	}
@@ -146,12 +112,13 @@ func snapshotStatus(t *testing.T, minor, file string) utlStatus {
 // one-member etcd of the same minor on the result.
 func restore(ctx context.Context, t *testing.T, minor, file string) *etcdproc.Cluster {
 	t.Helper()
-	c, err := etcdproc.NewCluster(etcdproc.Options{Binary: filepath.Join(binDir(t, minor), "etcd"), Dir: t.TempDir()})
+	dir, _ := etcdproc.RequireRelease(t, minor)
+	c, err := etcdproc.NewCluster(etcdproc.Options{Binary: filepath.Join(dir, "etcd"), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := c.Members[0]
-	out, err := exec.Command(filepath.Join(binDir(t, minor), "etcdutl"), "snapshot", "restore", file,
+	out, err := exec.Command(filepath.Join(dir, "etcdutl"), "snapshot", "restore", file,
 		"--name", m.Name, "--initial-cluster", m.Name+"="+m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL,
 		"--data-dir", m.DataDir).CombinedOutput()
 	if err != nil {

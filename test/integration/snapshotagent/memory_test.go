@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
@@ -231,14 +232,14 @@ func measureSnapshot(t *testing.T, bin string, size int, toS3 bool) (processFigu
 	if toS3 {
 		env, cacheGlob = s3Env(c, srv, srv.CreateBucketForTest(t), "large", "uid-large"), ""
 	}
-	env[snapshot.EnvTerminationMessagePath] = filepath.Join(t.TempDir(), "termination-log")
+	env[agentenv.EnvTerminationMessagePath] = filepath.Join(t.TempDir(), "termination-log")
 	agent := exec.CommandContext(ctx, bin, "snapshot-agent")
 	agent.Env = []string{"GODEBUG=gctrace=1"}
 	for k, v := range env {
 		agent.Env = append(agent.Env, k+"="+v)
 	}
 	got := runMeasured(t, agent, cacheGlob)
-	data, err := os.ReadFile(env[snapshot.EnvTerminationMessagePath])
+	data, err := os.ReadFile(env[agentenv.EnvTerminationMessagePath])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,8 @@ func measureSnapshot(t *testing.T, bin string, size int, toS3 bool) (processFigu
 		checkArtifact(t, artifactPath(env, "large"), res)
 	}
 
-	etcdctl := exec.CommandContext(ctx, filepath.Join(binDir(t, "3.6"), "etcdctl"), "--endpoints", c.Members[0].ClientURL,
+	dir, _ := etcdproc.RequireRelease(t, "3.6")
+	etcdctl := exec.CommandContext(ctx, filepath.Join(dir, "etcdctl"), "--endpoints", c.Members[0].ClientURL,
 		"snapshot", "save", filepath.Join(t.TempDir(), "etcdctl.db"))
 	ref := runMeasured(t, etcdctl, "")
 
@@ -266,8 +268,8 @@ func measureSnapshot(t *testing.T, bin string, size int, toS3 bool) (processFigu
 	return got, res
 }
 
-// dropBehindWindow is the agent's: no more than this may stay cached once the artifact is
-// stored.
+// dropBehindWindow is the agent's (internal/agentio, DropBehind): no more than this may stay
+// cached once the artifact is stored.
 const dropBehindWindow = 8 << 20
 
 // residentBytes is how much of the file at path is in the page cache.

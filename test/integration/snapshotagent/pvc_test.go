@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
@@ -91,7 +92,7 @@ func TestSnapshotToPVC(t *testing.T) {
 			}
 
 			env := pvcEnv(c, t.TempDir(), "nightly", "uid-"+minor)
-			code, res := runAgent(ctx, t, env)
+			code, res := agentrun.Snapshot(ctx, t, env)
 			if code != 0 {
 				t.Fatalf("agent failed: %+v", res)
 			}
@@ -150,19 +151,19 @@ func TestOverwriteGuardOnPVC(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := pvcEnv(c, dir, "nightly", "uid-first")
-	if code, res := runAgent(ctx, t, first); code != 0 {
+	if code, res := agentrun.Snapshot(ctx, t, first); code != 0 {
 		t.Fatalf("first snapshot: %+v", res)
 	}
 	if _, err := cli.Put(ctx, "b", "2"); err != nil {
 		t.Fatal(err)
 	}
-	code, retried := runAgent(ctx, t, pvcEnv(c, dir, "nightly", "uid-first"))
+	code, retried := agentrun.Snapshot(ctx, t, pvcEnv(c, dir, "nightly", "uid-first"))
 	if code != 0 {
 		t.Fatalf("retry of the same snapshot: %+v", retried)
 	}
 	checkArtifact(t, artifactPath(first, "nightly"), retried)
 
-	code, res := runAgent(ctx, t, pvcEnv(c, dir, "nightly", "uid-second"))
+	code, res := agentrun.Snapshot(ctx, t, pvcEnv(c, dir, "nightly", "uid-second"))
 	if code != snapshot.ExitPermanent || res.Reason != snapshot.ReasonArtifactExists || !strings.Contains(res.Message, "uid-first") {
 		t.Errorf("another snapshot: exit %d, %+v; want ArtifactExists naming uid-first", code, res)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/cronslot"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
 )
@@ -69,7 +70,7 @@ func TestRetentionOnS3(t *testing.T) {
 	foreign, oneOff := foreignSnapshots(t, func(name string, edit func(map[string]string)) {
 		env := s3Env(c, srv, bucket, name, "uid-"+name)
 		edit(env)
-		if code, res := runAgent(ctx, t, env); code != 0 {
+		if code, res := agentrun.Snapshot(ctx, t, env); code != 0 {
 			t.Fatalf("snapshot %s: %+v", name, res)
 		}
 	})
@@ -80,7 +81,7 @@ func TestRetentionOnS3(t *testing.T) {
 
 	names := slotNames("nightly", 6)[1:]
 	for i, name := range names {
-		code, res := runAgent(ctx, t, scheduledEnv(s3Env(c, srv, bucket, name, "uid-"+name), "nightly", scheduleUID, true))
+		code, res := agentrun.Snapshot(ctx, t, scheduledEnv(s3Env(c, srv, bucket, name, "uid-"+name), "nightly", scheduleUID, true))
 		if code != 0 || res.PruneError != "" || res.PrunedCount != prunedBy(i) {
 			t.Fatalf("snapshot %d (%s): exit %d, %+v; want %d pruned", i, name, code, res, prunedBy(i))
 		}
@@ -149,7 +150,7 @@ func TestRetentionOnPVC(t *testing.T) {
 	foreign, oneOff := foreignSnapshots(t, func(name string, edit func(map[string]string)) {
 		env := pvcEnv(c, dir, name, "uid-"+name)
 		edit(env)
-		if code, res := runAgent(ctx, t, env); code != 0 {
+		if code, res := agentrun.Snapshot(ctx, t, env); code != 0 {
 			t.Fatalf("snapshot %s: %+v", name, res)
 		}
 	})
@@ -160,7 +161,7 @@ func TestRetentionOnPVC(t *testing.T) {
 	}
 	names := slotNames("nightly", 6)[1:]
 	for i, name := range names {
-		code, res := runAgent(ctx, t, scheduledEnv(pvcEnv(c, dir, name, "uid-"+name), "nightly", scheduleUID, true))
+		code, res := agentrun.Snapshot(ctx, t, scheduledEnv(pvcEnv(c, dir, name, "uid-"+name), "nightly", scheduleUID, true))
 		if code != 0 || res.PruneError != "" || res.PrunedCount != prunedBy(i) {
 			t.Fatalf("snapshot %d (%s): exit %d, %+v; want %d pruned", i, name, code, res, prunedBy(i))
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 )
 
@@ -43,7 +44,7 @@ func TestRevisionUnderWrites(t *testing.T) {
 	for i := range 4 {
 		name := fmt.Sprintf("busy-%d", i)
 		env := pvcEnv(c, dir, name, "uid-"+name)
-		code, res := runAgent(ctx, t, env)
+		code, res := agentrun.Snapshot(ctx, t, env)
 		if code != 0 {
 			t.Fatalf("snapshot %d: %+v", i, res)
 		}

@@ -18,7 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/etcd-operator/etcd-operator/internal/agentenv"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/etcdproc"
 	"github.com/etcd-operator/etcd-operator/test/utils/s3server"
 	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
@@ -35,8 +37,8 @@ func s3Env(c *etcdproc.Cluster, srv *s3server.Server, bucket, name, uid string) 
 		snapshot.EnvS3Bucket:           bucket,
 		snapshot.EnvS3Key:              "prod/etcd/",
 		snapshot.EnvS3ForcePathStyle:   "true",
-		snapshot.EnvAWSAccessKeyID:     srv.AccessKey,
-		snapshot.EnvAWSSecretAccessKey: srv.SecretKey,
+		agentenv.EnvAWSAccessKeyID:     srv.AccessKey,
+		agentenv.EnvAWSSecretAccessKey: srv.SecretKey,
 	}
 }
 
@@ -99,7 +101,7 @@ func TestSnapshotToS3(t *testing.T) {
 	writeLarge(ctx, t, cli, 12<<20)
 	bucket := srv.CreateBucketForTest(t)
 
-	code, res := runAgent(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-1"))
+	code, res := agentrun.Snapshot(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-1"))
 	if code != 0 {
 		t.Fatalf("snapshot to S3: %+v", res)
 	}
@@ -115,13 +117,13 @@ func TestSnapshotToS3(t *testing.T) {
 	if _, err := cli.Put(ctx, "more", "data"); err != nil {
 		t.Fatal(err)
 	}
-	code, retried := runAgent(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-1"))
+	code, retried := agentrun.Snapshot(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-1"))
 	if code != 0 || retried.Revision <= res.Revision {
 		t.Fatalf("retry of the same snapshot: exit %d, %+v", code, retried)
 	}
 	kept := checkS3Artifact(ctx, t, srv, bucket, "nightly", retried)
 
-	code, refused := runAgent(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-2"))
+	code, refused := agentrun.Snapshot(ctx, t, s3Env(c, srv, bucket, "nightly", "uid-2"))
 	if code != snapshot.ExitPermanent || refused.Reason != snapshot.ReasonArtifactExists || !strings.Contains(refused.Message, "uid-1") {
 		t.Errorf("another snapshot: exit %d, %+v; want ArtifactExists naming uid-1", code, refused)
 	}
@@ -139,15 +141,15 @@ func checkS3Failures(ctx context.Context, t *testing.T, c *etcdproc.Cluster, srv
 		edit func(env map[string]string)
 		want snapshot.Reason
 	}{
-		"wrong secret":   {func(env map[string]string) { env[snapshot.EnvAWSSecretAccessKey] = "wrong-secret" }, snapshot.ReasonAccessDenied},
-		"unknown key":    {func(env map[string]string) { env[snapshot.EnvAWSAccessKeyID] = "AKIDUNKNOWN" }, snapshot.ReasonAccessDenied},
+		"wrong secret":   {func(env map[string]string) { env[agentenv.EnvAWSSecretAccessKey] = "wrong-secret" }, snapshot.ReasonAccessDenied},
+		"unknown key":    {func(env map[string]string) { env[agentenv.EnvAWSAccessKeyID] = "AKIDUNKNOWN" }, snapshot.ReasonAccessDenied},
 		"missing bucket": {func(env map[string]string) { env[snapshot.EnvS3Bucket] = "no-such-bucket" }, snapshot.ReasonBucketNotFound},
 		"endpoint down":  {func(env map[string]string) { env[snapshot.EnvS3Endpoint] = "http://" + closedAddress(t) }, snapshot.ReasonStoreUnreachable},
 	}
 	for name, f := range failures {
 		env := s3Env(c, srv, bucket, "failing-"+strings.ReplaceAll(name, " ", "-"), "uid-f")
 		f.edit(env)
-		code, res := runAgent(ctx, t, env)
+		code, res := agentrun.Snapshot(ctx, t, env)
 		if res.Reason != f.want || code != f.want.ExitCode() {
 			t.Errorf("%s: exit %d, %+v; want %s", name, code, res, f.want)
 		}
@@ -192,27 +194,27 @@ func TestSnapshotToS3OverTLSWithPrivateCA(t *testing.T) {
 	endpoint, caFile := tlsProxy(t, srv.Endpoint)
 
 	creds := t.TempDir()
-	for name, value := range map[string]string{snapshot.EnvAWSAccessKeyID: srv.AccessKey, snapshot.EnvAWSSecretAccessKey: srv.SecretKey} {
+	for name, value := range map[string]string{agentenv.EnvAWSAccessKeyID: srv.AccessKey, agentenv.EnvAWSSecretAccessKey: srv.SecretKey} {
 		if err := os.WriteFile(filepath.Join(creds, name), []byte(value), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	env := s3Env(c, srv, bucket, "private-ca", "uid-tls")
-	delete(env, snapshot.EnvAWSAccessKeyID)
-	delete(env, snapshot.EnvAWSSecretAccessKey)
+	delete(env, agentenv.EnvAWSAccessKeyID)
+	delete(env, agentenv.EnvAWSSecretAccessKey)
 	env[snapshot.EnvS3CredentialsDir] = creds
 	env[snapshot.EnvS3Endpoint] = endpoint
 	untrusted := maps.Clone(env)
 	env[snapshot.EnvS3CAFile] = caFile
 
-	code, res := runAgent(ctx, t, env)
+	code, res := agentrun.Snapshot(ctx, t, env)
 	if code != 0 {
 		t.Fatalf("snapshot over TLS with a private CA: %+v", res)
 	}
 	checkS3Artifact(ctx, t, srv, bucket, "private-ca", res)
 
 	untrusted[snapshot.EnvSnapshotName] = "untrusted"
-	if code, res := runAgent(ctx, t, untrusted); res.Reason != snapshot.ReasonStoreUnreachable || code != snapshot.ExitTransient {
+	if code, res := agentrun.Snapshot(ctx, t, untrusted); res.Reason != snapshot.ReasonStoreUnreachable || code != snapshot.ExitTransient {
 		t.Errorf("without the CA bundle: exit %d, %+v; want StoreUnreachable", code, res)
 	}
 }
