@@ -25,3 +25,20 @@ func LastSnapshot(recorded *etcdv1alpha2.LastSnapshot, cluster string, snapshots
 	}
 	return newest.DeepCopy()
 }
+
+// ArtifactSize is the artifact size of the snapshot last names (a cluster's lastSnapshot) among
+// snapshots, nil when last is nil or its EtcdSnapshot is not among them (a history limit deleted
+// it): status.lastSnapshot does not record the size.
+func ArtifactSize(last *etcdv1alpha2.LastSnapshot, cluster string, snapshots []etcdv1alpha2.EtcdSnapshot) *int64 {
+	if last == nil {
+		return nil
+	}
+	for i := range snapshots {
+		s := &snapshots[i]
+		if s.Name == last.Name && s.Spec.ClusterRef.Name == cluster && s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete && s.Status.Artifact != nil {
+			size := s.Status.Artifact.SizeBytes
+			return &size
+		}
+	}
+	return nil
+}

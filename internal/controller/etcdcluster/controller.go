@@ -387,6 +387,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 		r.views.Forget(key)
 	}
 	metrics.ForgetCluster(key.String())
+	metrics.ForgetSnapshots(key.Namespace, key.Name)
 }
 
 // defaultJitter spreads idle resyncs by ±10 % so that a fleet's clusters do not resync together.

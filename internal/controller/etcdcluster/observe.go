@@ -56,6 +56,8 @@ type observation struct {
 	defrags []string
 	// lastSnapshot is status.lastSnapshot as the cluster's EtcdSnapshots update it.
 	lastSnapshot *etcdv1alpha2.LastSnapshot
+	// lastSnapshotSize is the artifact size of lastSnapshot; nil when its EtcdSnapshot is gone.
+	lastSnapshotSize *int64
 	// rolling is the memory of a roll this process started that has not converged.
 	rolling bool
 	// now is the pass's clock reading.
@@ -147,6 +149,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1alpha2.EtcdCluster) (
 		return nil, fmt.Errorf("listing EtcdSnapshots: %w", err)
 	}
 	o.lastSnapshot = backup.LastSnapshot(c.Status.LastSnapshot, c.Name, snapshots.Items)
+	o.lastSnapshotSize = backup.ArtifactSize(o.lastSnapshot, c.Name, snapshots.Items)
 	r.observeEtcd(ctx, o)
 	r.observeHashes(ctx, o)
 	o.rolling = r.memory.rolling(o.key())

@@ -33,6 +33,7 @@ func (x *executor) finish(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	x.recordConditionMetrics(r.status.Conditions)
+	x.recordSnapshotMetrics()
 	return errors.Join(errs...)
 }
 
@@ -114,6 +115,16 @@ func (x *executor) recordConditionMetrics(conditions []metav1.Condition) {
 		}
 	}
 	metrics.SetClusterConditions(x.key().String(), states)
+}
+
+// recordSnapshotMetrics sets the cluster's last-snapshot gauges from status.lastSnapshot as
+// this pass renders it, so that they are right after an operator restart too, before any
+// snapshot completes (docs/backup-restore.md, "Metrics"). A cluster that never had a Complete
+// snapshot has no series.
+func (x *executor) recordSnapshotMetrics() {
+	if last := x.obs.lastSnapshot; last != nil {
+		metrics.SetLastSnapshot(x.key().Namespace, x.key().Name, last.CompletedAt.Time, x.obs.lastSnapshotSize)
+	}
 }
 
 // publishEndpointViews hands the EtcdMember controller what this pass saw of every member's

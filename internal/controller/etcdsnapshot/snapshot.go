@@ -18,6 +18,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/metrics"
 	"github.com/etcd-operator/etcd-operator/internal/step"
 )
 
@@ -74,7 +75,8 @@ func SetupSnapshotWithManager(mgr ctrl.Manager, image string) error {
 // Reconcile runs one pass over one EtcdSnapshot (docs/backup-restore.md, "How a snapshot is
 // taken"): observe the snapshot, its cluster, the Secrets and claim its Job needs, and the Job
 // with its agent's report; let internal/backup.Plan decide; create the Job when it says so; patch
-// the status once. A final phase is never left.
+// the status once, and announce and count (docs/backup-restore.md, "Metrics") the move to a
+// final phase. A final phase is never left.
 func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &etcdv1alpha2.EtcdSnapshot{}
 	if err := r.client.Get(ctx, req.NamespacedName, s); err != nil {
@@ -127,12 +129,21 @@ func (r *SnapshotReconciler) writeStatus(ctx context.Context, s *etcdv1alpha2.Et
 	if err := r.client.Status().Patch(ctx, s, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching EtcdSnapshot status: %w", err)
 	}
+	// Events and metrics follow the patch that made the transition: a pass from a stale cache
+	// conflicts, and a pass over a final snapshot (after a restart too) never gets here, so
+	// each snapshot is announced and counted once.
 	switch d.Phase {
 	case etcdv1alpha2.SnapshotPhaseComplete:
 		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventSnapshotStored, eventSnapshotStored, "%s", backup.StoredMessage(d.Artifact))
 		r.announcePruning(s, d.Pruning)
+		if status.StartedAt != nil {
+			// As the status stores them: in whole seconds.
+			took := status.CompletedAt.Rfc3339Copy().Sub(status.StartedAt.Rfc3339Copy().Time)
+			metrics.SnapshotCompleted(s.Namespace, s.Spec.ClusterRef.Name, took)
+		}
 	case etcdv1alpha2.SnapshotPhaseFailed:
 		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, eventSnapshotFailed, eventSnapshotFailed, "%s", eventNote(d.Reason+": "+d.Message))
+		metrics.SnapshotFailed(s.Namespace, s.Spec.ClusterRef.Name, backup.MetricReason(d.Reason))
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func (w *snapshotWorld) finishJob(name string, res snapshot.Result) {
 
 // TestSnapshotStoredThroughItsJob: a new snapshot gets its Job (owned, the Job name, labels that
 // select nothing of the cluster's), is Started, stays so while the Job runs, and completes with
-// the artifact its agent reported; Complete is final.
+// the artifact its agent reported; its duration is recorded once; Complete is final.
 func TestSnapshotStoredThroughItsJob(t *testing.T) {
 	t.Parallel()
 	w := newSnapshotWorld(t, 3)
@@ -151,21 +151,31 @@ func TestSnapshotStoredThroughItsJob(t *testing.T) {
 	requirePhase(t, w.pass("s1"), etcdv1alpha2.SnapshotPhaseStarted, backup.ReasonJobRunning)
 	res := snapshot.Result{URI: "pvc://backups/etcd/s1.db", SizeBytes: 4096, Checksum: "sha256:" + zeros64, Revision: 42, EtcdVersion: "3.6.16"}
 	w.finishJob("s1", res)
+	w.clock.Step(7 * time.Second)
 	s = w.pass("s1")
 	requirePhase(t, s, etcdv1alpha2.SnapshotPhaseComplete, backup.ReasonSnapshotStored)
 	if a := s.Status.Artifact; a == nil || a.URI != res.URI || a.SizeBytes != res.SizeBytes || a.Checksum != res.Checksum || a.Revision != 42 || a.EtcdVersion != "3.6.16" || s.Status.CompletedAt == nil {
 		t.Errorf("artifact %+v, completedAt %v", a, s.Status.CompletedAt)
 	}
+	w.requireDurations(1, 7)
 	if err := k8sClient.Delete(t.Context(), job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
 	requirePhase(t, w.pass("s1"), etcdv1alpha2.SnapshotPhaseComplete, backup.ReasonSnapshotStored)
+	// Passes over the final snapshot, of this controller or of a restarted one, record nothing.
+	w.r = etcdsnapshot.NewSnapshot(k8sClient, k8sClient, w.events, w.clock, "etcd-operator:test")
+	w.pass("s1")
+	w.requireDurations(1, 7)
+	for _, r := range []string{string(snapshot.ReasonFailed), backup.ReasonJobFailed} {
+		w.requireFailures(r, 0)
+	}
 }
 
 const zeros64 = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// TestSnapshotFailures: each way a snapshot fails ends Failed with its own reason, and the Job
-// is never re-run.
+// TestSnapshotFailures: each way a snapshot fails ends Failed with its own reason, counted once
+// under that reason (or Failed, for a reason outside the closed set), and the Job is never
+// re-run.
 func TestSnapshotFailures(t *testing.T) {
 	t.Parallel()
 	t.Run("the agent refused to overwrite", func(t *testing.T) {
@@ -175,6 +185,23 @@ func TestSnapshotFailures(t *testing.T) {
 		w.pass("s2")
 		w.finishJob("s2", snapshot.Result{Reason: snapshot.ReasonArtifactExists, Message: "pvc://backups/etcd/s2.db belongs to snapshot uid-x"})
 		requirePhase(t, w.pass("s2"), etcdv1alpha2.SnapshotPhaseFailed, string(snapshot.ReasonArtifactExists))
+		w.requireFailures(string(snapshot.ReasonArtifactExists), 1)
+		// Counted on the transition only: not again by a later pass, nor by a restarted operator.
+		w.pass("s2")
+		w.r = etcdsnapshot.NewSnapshot(k8sClient, k8sClient, w.events, w.clock, "etcd-operator:test")
+		w.pass("s2")
+		w.requireFailures(string(snapshot.ReasonArtifactExists), 1)
+		w.requireDurations(0, 0)
+	})
+	t.Run("the agent reported a reason of its own", func(t *testing.T) {
+		t.Parallel()
+		w := newSnapshotWorld(t, 3)
+		w.create("s5", toClaim)
+		w.pass("s5")
+		w.finishJob("s5", snapshot.Result{Reason: "SomethingNew", Message: "a newer agent's reason"})
+		requirePhase(t, w.pass("s5"), etcdv1alpha2.SnapshotPhaseFailed, "SomethingNew")
+		w.requireFailures("SomethingNew", 0)
+		w.requireFailures(string(snapshot.ReasonFailed), 1)
 	})
 	t.Run("the Job was deleted while it ran", func(t *testing.T) {
 		t.Parallel()
@@ -196,6 +223,7 @@ func TestSnapshotFailures(t *testing.T) {
 		w := newSnapshotWorld(t, 0)
 		w.create("s4", toClaim)
 		requirePhase(t, w.pass("s4"), etcdv1alpha2.SnapshotPhaseFailed, backup.ReasonClusterPaused)
+		w.requireFailures(backup.ReasonClusterPaused, 1)
 	})
 }
 
