@@ -132,7 +132,8 @@ func (r *Reconciler) dial(ctx context.Context, o *observation, eps []string) etc
 // then (noteAuthRefusal); older releases answer MemberList and refuse only membership changes,
 // which the executor notes for the next pass to probe.
 func (r *Reconciler) probeUnaskedAuth(ctx context.Context, o *observation, cli etcdAPI) {
-	if etcdaccess.PasswordSecretName(o.cluster) != "" || !(restored(o.cluster) || r.memory.authSuspected(o.key())) {
+	suspect := restored(o.cluster) || r.memory.authSuspected(o.key())
+	if etcdaccess.PasswordSecretName(o.cluster) != "" || !suspect {
 		return
 	}
 	on, err := cli.AuthEnabled(ctx)
