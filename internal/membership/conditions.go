@@ -144,6 +144,9 @@ func available(in ConditionInput) metav1.Condition {
 		return f(ReasonRestoreFailed, restoreFailed(s))
 	case s.TLS.CertManagerMissing:
 		return f(ReasonCertManagerNotInstalled, certManagerMessage())
+	case s.Access.AuthRequiredNotConfigured:
+		// Ahead of QuorumLost: members whose Pods are Ready serve, only not to this operator.
+		return f(ReasonAuthRequiredNotConfigured, authRequiredMessage())
 	case quorumLost(s, c):
 		return f(ReasonQuorumLost, fmt.Sprintf("%d of %d voters Ready, quorum needs %d; not Ready: %s",
 			c.ReadyVoters, c.Voters, need, strings.Join(notReadyVoters(s), ", ")))
@@ -183,6 +186,9 @@ func progressing(in ConditionInput) metav1.Condition {
 	case a.Reason == ReasonRestoreFailed:
 		// What the user must act on; no deadline makes it more true. The kubelet runs the
 		// restore again, so a failure that goes away (a store back online) lifts it.
+		st = metav1.ConditionFalse
+	case a.Reason == ReasonAuthRequiredNotConfigured:
+		// Nothing progresses until the cluster is recreated; no deadline makes it more true.
 		st = metav1.ConditionFalse
 	case l.Expired:
 		st, reason = metav1.ConditionFalse, ReasonDeadlineExceeded

@@ -117,6 +117,11 @@ func TestConditions(t *testing.T) {
 			s.TLS.Certificates = []CertificateProblem{{Message: "Secret byo, key tls.crt: expires soon"}}
 			return s
 		}, Lock{}, want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonReconciled}, want{metav1.ConditionTrue, ReasonCertificateInvalid}},
+		{"auth on in etcd, not in the spec", func() Scope { s := steady3(); s.Access.AuthRequiredNotConfigured = true; return s }, Lock{},
+			want{metav1.ConditionFalse, ReasonAuthRequiredNotConfigured}, want{metav1.ConditionFalse, ReasonAuthRequiredNotConfigured}, want{metav1.ConditionTrue, ReasonAuthRequiredNotConfigured}},
+		{"auth on in a restored seed's etcd, not in the spec", func() Scope {
+			return Scope{Target: 3, Members: []Member{with(seed, func(m *Member) { m.Ready = false })}, Access: Access{AuthRequiredNotConfigured: true}}
+		}, Lock{}, want{metav1.ConditionFalse, ReasonAuthRequiredNotConfigured}, want{metav1.ConditionFalse, ReasonAuthRequiredNotConfigured}, want{metav1.ConditionTrue, ReasonAuthRequiredNotConfigured}},
 		{"version change refused on a converged cluster", steady3, Lock{Rejected: "version 3.7.3 skips a minor"},
 			want{metav1.ConditionTrue, ReasonQuorumHealthy}, want{metav1.ConditionFalse, ReasonVersionChangeRejected}, want{metav1.ConditionFalse, ReasonQuorumHealthy}},
 		{"a refused version change outranks the deadline it was met at", func() Scope { s := steady3(); s.Target = 5; return s },
@@ -192,6 +197,7 @@ func TestDegradedPrecedence(t *testing.T) {
 		{ReasonMembersUnhealthy, func(s *Scope) { s.Members[0].Unhealthy = true; s.Members[0].HealthyReason = "CrashLoop" }},
 		{ReasonMemberUnschedulable, func(s *Scope) { unschedulable(&s.Members[1]) }},
 		{ReasonMemberDeletionBlocked, func(s *Scope) { s.Members[2].Deleting = true }},
+		{ReasonAuthRequiredNotConfigured, func(s *Scope) { s.Access.AuthRequiredNotConfigured = true }},
 		{ReasonCertificateInvalid, func(s *Scope) {
 			s.TLS.Certificates = []CertificateProblem{{Message: "Secret c-peer, key ca.crt: missing; add it", Holds: true}}
 		}},

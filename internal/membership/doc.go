@@ -14,6 +14,8 @@
 //     recorded sizes (PlanStorage; docs/design/storage.md);
 //  3. over the scope as those writes leave it, the one membership change or member disruption
 //     (Next), first matching rule wins (docs/design/membership-flows.md, "Planner order"):
+//     hold everything while etcd has auth on that the spec does not ask for; recover a lost
+//     quorum; repair the operator's access (a missed auth latch, a changed root password);
 //     finish an interrupted step (removals, pending members, re-adoption of orphan PVCs, orphan
 //     etcd members, CORRUPT alarms of removed members, PVCs of removed members); bootstrap; wake
 //     a paused cluster (held while the version rules refuse the latched version over the

@@ -17,6 +17,10 @@ func Next(s Scope) Action {
 }
 
 func next(s Scope) Action {
+	// Ahead of every other rule, recovery included: etcd refuses the operator every change.
+	if a, ok := holdForUnconfiguredAuth(&s); ok {
+		return a
+	}
 	// Ahead of every other rule: without a quorum none of them can act, and the steps of a
 	// recovery must not be undone by them (a dormant member woken, say).
 	if a, ok := recoverQuorum(&s); ok {

@@ -111,6 +111,11 @@ func (x *executor) act(ctx context.Context) (step.Result, error) {
 		return step.Result{}, reconcile.TerminalError(fmt.Errorf("the planner returned an unknown action %q", a.Kind))
 	}
 	res, err := run(ctx, a)
+	if errors.Is(err, etcdclient.ErrAuthRequired) {
+		// etcd older than 3.5.28 answers MemberList without credentials and refuses only the
+		// change: the next pass asks whether auth is on (probeUnaskedAuth).
+		x.memory.setAuthSuspected(x.key(), true)
+	}
 	if err != nil || res.Done() {
 		return res, err
 	}

@@ -29,10 +29,11 @@ const (
 // member ID was first seen, and first seen started (the orphan grace and etcd's strict
 // reconfiguration check are timed from them; etcd keeps no such record), when each voter last
 // counted as healthy (a voter that served since its start and is down now is not starting), the last Warning of each
-// kind, and whether this process restarted a member of a roll that has not converged. A restart
-// or a new leader starts from nothing: the timers restart (which only delays an orphan's
-// removal), a Warning may be sent once more, and a roll in progress is reported as a scale-up
-// until it converges. No safety decision depends on it (docs/design/reconcile-pass.md).
+// kind, whether this process restarted a member of a roll that has not converged, and whether
+// etcd refused a call for want of credentials. A restart or a new leader starts from nothing: the
+// timers restart (which only delays an orphan's removal), a Warning may be sent once more, a roll
+// in progress is reported as a scale-up until it converges, and auth on an old etcd is found
+// again by the next refusal. No safety decision depends on it (docs/design/reconcile-pass.md).
 type memory struct {
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*clusterMemory
@@ -50,6 +51,10 @@ type clusterMemory struct {
 	// about themselves first instead of waiting out a linearizable MemberList that cannot
 	// answer (docs/design/quorum-recovery.md).
 	stranded bool
+	// authSuspected is true once etcd refused a call of a cluster whose spec asks for no auth
+	// because it carried no credentials, until a probe finds auth off: each pass meanwhile asks
+	// etcd whether auth is on (probeUnaskedAuth).
+	authSuspected bool
 }
 
 func newMemory() *memory { return &memory{clusters: map[types.NamespacedName]*clusterMemory{}} }
@@ -189,4 +194,20 @@ func (m *memory) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.clusters, key)
+}
+
+// authSuspected reports whether etcd refused a call of key's cluster for want of credentials
+// since a probe last found auth off (probeUnaskedAuth).
+func (m *memory) authSuspected(key types.NamespacedName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.of(key).authSuspected
+}
+
+// setAuthSuspected records a refusal for want of credentials (true), or a probe that found auth
+// off (false).
+func (m *memory) setAuthSuspected(key types.NamespacedName, suspected bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.of(key).authSuspected = suspected
 }

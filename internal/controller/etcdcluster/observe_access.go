@@ -7,6 +7,7 @@ import (
 
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
@@ -24,6 +25,8 @@ type accessProblem struct {
 	previous etcdAPI
 	// authOn says etcd answered that auth is on before status latched it.
 	authOn bool
+	// authRequired says etcd has auth on while the spec asks for none (AuthRequiredNotConfigured).
+	authRequired bool
 }
 
 // accessScope projects the access problems for the planner.
@@ -37,6 +40,8 @@ func (o *observation) accessScope() membership.Access {
 		ProblemReason:    o.access.reason,
 		PasswordRejected: o.access.rejected,
 		PreviousSession:  o.access.previous != nil,
+
+		AuthRequiredNotConfigured: o.access.authRequired,
 	}
 }
 
@@ -98,6 +103,9 @@ func (r *Reconciler) dial(ctx context.Context, o *observation, eps []string) etc
 			return r.dialAsRoot(ctx, o, cfg)
 		}
 	}
+	if err == nil {
+		r.probeUnaskedAuth(ctx, o, cli)
+	}
 	if errors.Is(err, etcdclient.ErrAuthFailed) && cfg.Password != "" {
 		o.access.rejected = true
 		if prev, ok := r.etcd.Pooled(o.key().String()); ok {
@@ -110,6 +118,48 @@ func (r *Reconciler) dial(ctx context.Context, o *observation, eps []string) etc
 		return nil
 	}
 	return cli
+}
+
+// probeUnaskedAuth asks etcd whether auth is on (AuthStatus, answered without credentials on
+// every supported version) for a cluster whose spec asks for none, but only when there is reason
+// to suspect it: the cluster was restored from a snapshot (spec.bootstrap.restore; the snapshot
+// carries the auth store of the cluster it was taken from), or etcd refused one of this
+// cluster's calls for want of credentials since the last probe found auth off. etcd serves
+// AuthStatus through raft, a proposal like a write: asked of every cluster on every pass, it
+// would add a consensus round to each, for a state only a restore (or someone with etcdctl)
+// produces. etcd 3.5.28 and later 3.5 releases, and the 3.6 releases this project builds, refuse
+// MemberList itself without credentials once auth is on, so the pass that meets auth notes it
+// then (noteAuthRefusal); older releases answer MemberList and refuse only membership changes,
+// which the executor notes for the next pass to probe.
+func (r *Reconciler) probeUnaskedAuth(ctx context.Context, o *observation, cli etcdAPI) {
+	suspect := restored(o.cluster) || r.memory.authSuspected(o.key())
+	if etcdaccess.PasswordSecretName(o.cluster) != "" || !suspect {
+		return
+	}
+	on, err := cli.AuthEnabled(ctx)
+	if err != nil {
+		return // unknown: the suspicion stays, and the next pass asks again
+	}
+	o.access.authRequired = on
+	r.memory.setAuthSuspected(o.key(), on)
+}
+
+// noteAuthRefusal records err when it is etcd refusing a call of a cluster whose spec asks for no
+// auth because the call carried no credentials: etcd answers so only while auth is on
+// (rpctypes.ErrUserEmpty), so this pass needs no probe to know. Reports whether it was such a
+// refusal.
+func (r *Reconciler) noteAuthRefusal(o *observation, err error) bool {
+	if !errors.Is(err, etcdclient.ErrAuthRequired) || etcdaccess.PasswordSecretName(o.cluster) != "" {
+		return false
+	}
+	o.access.authRequired = true
+	r.memory.setAuthSuspected(o.key(), true)
+	return true
+}
+
+// restored reports whether the cluster was restored from a snapshot.
+func restored(c *etcdv1alpha2.EtcdCluster) bool {
+	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil
 }
 
 // dialAsRoot re-dials with root's credentials once auth was found on before it was latched.

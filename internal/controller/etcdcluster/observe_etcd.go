@@ -52,6 +52,11 @@ func (r *Reconciler) observeEtcd(ctx context.Context, o *observation) {
 	list, err := cli.MemberList(ctx)
 	if err != nil {
 		log.V(1).Info("MemberList failed", "reason", err.Error(), "took", time.Since(start))
+		if r.noteAuthRefusal(o, err) {
+			// Not a lost quorum: etcd answered, only not without credentials.
+			r.memory.setStranded(o.key(), false)
+			return
+		}
 		r.observeStranded(ctx, o, cli, byMember)
 		r.memory.setStranded(o.key(), len(o.stranded.Survivors) > 0)
 		return
@@ -76,6 +81,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, o *observation) {
 	if alarmsErr == nil {
 		o.etcd.Alarms = alarms
 	}
+	r.noteAuthRefusal(o, alarmsErr)
 	o.etcd.FirstSeen, o.etcd.StartedSeen = r.memory.seen(o.key(), list, o.now)
 	o.etcd.HealthySeen = r.memory.healthy(o.key(), list)
 	// Slow observations make every step slow; debug logs say which call it was.

@@ -68,10 +68,10 @@ func (x *executor) writeStatus(ctx context.Context, r *renderedStatus) error {
 }
 
 // transitionEvents emits one Warning per state transition into QuorumLost, AllMembersLost,
-// missing TLS material or an expired deadline (docs/design/conditions-and-events.md); staying in
-// a state emits nothing. Member-scoped transitions (MemberUnschedulable) are announced by the
-// EtcdMember controller, which sees the member's own transition. A transition into Reconciled
-// completes a roll this process started.
+// missing TLS material, auth on that the spec does not ask for, or an expired deadline
+// (docs/design/conditions-and-events.md); staying in a state emits nothing. Member-scoped
+// transitions (MemberUnschedulable) are announced by the EtcdMember controller, which sees the
+// member's own transition. A transition into Reconciled completes a roll this process started.
 func (x *executor) transitionEvents(was, now *etcdv1alpha2.EtcdCluster) {
 	had := func(t, reason string) bool {
 		c := meta.FindStatusCondition(was.Status.Conditions, t)
@@ -81,6 +81,7 @@ func (x *executor) transitionEvents(was, now *etcdv1alpha2.EtcdCluster) {
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonQuorumLost},
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonAllMembersLost},
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonCertManagerNotInstalled},
+		{etcdv1alpha2.ConditionAvailable, membership.ReasonAuthRequiredNotConfigured},
 		{etcdv1alpha2.ConditionDegraded, membership.ReasonTLSSecretMissing},
 		{etcdv1alpha2.ConditionDegraded, membership.ReasonCertificateInvalid},
 		{etcdv1alpha2.ConditionAvailable, membership.ReasonRestoreFailed},

@@ -52,6 +52,8 @@ type realEtcd struct {
 	// cluster names the EtcdCluster of each process's Pod.
 	cluster map[types.UID]string
 	calls   []string // membership changes sent through the pool
+	// authProbes counts the AuthStatus calls sent through the pool.
+	authProbes int
 	// failIf, when set, names Pods whose etcd does not start (an image that crashes on a bad
 	// option, say): the Pod runs but never turns Ready.
 	failIf func(*corev1.Pod) bool
@@ -207,6 +209,20 @@ func (c *mappedClient) MemberAddAsLearner(ctx context.Context, peerURLs []string
 	}
 	m, l, err := c.DialedClient.MemberAddAsLearner(ctx, urls)
 	return c.r.hostsOf([]etcdclient.Member{m})[0], c.r.hostsOf(l), err
+}
+
+func (c *mappedClient) AuthEnabled(ctx context.Context) (bool, error) {
+	c.r.mu.Lock()
+	c.r.authProbes++
+	c.r.mu.Unlock()
+	return c.DialedClient.AuthEnabled(ctx)
+}
+
+// probes returns the number of AuthStatus calls sent so far.
+func (r *realEtcd) probes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.authProbes
 }
 
 func (c *mappedClient) MemberPromote(ctx context.Context, id uint64) ([]etcdclient.Member, error) {
