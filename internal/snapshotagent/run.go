@@ -58,6 +58,7 @@ func Run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			path = terminationPath(lookupEnv)
 		}
 	}
+	res.PeakRSSBytes = peakRSS()
 	if werr := writeTerminationMessage(path, res); werr != nil {
 		log.Error(werr, "writing the termination message", "path", path)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -83,6 +84,10 @@ func TestRunReportsEveryFailureInTheTerminationMessage(t *testing.T) {
 			}
 			if !strings.Contains(log, `"reason":"`+string(c.want)+`"`) {
 				t.Errorf("the log does not name the reason: %s", log)
+			}
+			// A failed run reports its memory too: an agent near its limit is worth knowing about.
+			if runtime.GOOS == "linux" && res.PeakRSSBytes <= 0 {
+				t.Errorf("peakRSSBytes = %d, want the process's VmHWM", res.PeakRSSBytes)
 			}
 		})
 	}
