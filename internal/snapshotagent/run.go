@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
 
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
 )
@@ -26,6 +28,7 @@ func Main(args []string, lookupEnv func(string) (string, bool), stderr io.Writer
 	if _, set := lookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(memoryLimit)
 	}
+	experimental.SetDefaultBufferPool(messageBufferPool())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return Run(ctx, args, lookupEnv, stderr)
@@ -35,6 +38,23 @@ func Main(args []string, lookupEnv func(string) (string, bool), stderr io.Writer
 // The agent keeps about 15 MiB live (two upload parts, gRPC's stream window, the runtime); the
 // garbage collector's default pacing would let the heap reach twice that before collecting.
 const memoryLimit = 32 << 20
+
+// messageBufferPool is gRPC's default buffer pool with a 64 KiB tier added, for the process:
+// the proto codec takes its buffers from the default pool whatever the connection's options.
+// etcd sends a snapshot in messages of 32 KiB of data plus a few bytes of framing
+// (snapshotSendBufferSize in etcd's server/etcdserver/api/v3rpc/maintenance.go), just too large
+// for the default pool's 32 KiB tier: each message then takes a buffer of its 1 MiB tier, which
+// the pool clears before every use, 32 bytes cleared for every byte received. On a 1 GiB
+// snapshot that clearing was a quarter of the agent's CPU time (docs/backup-restore.md,
+// "Performance"). The tiers are mem.DefaultBufferPool's (256 B, 4 KiB, 16 KiB, 32 KiB, 1 MiB)
+// and 64 KiB.
+func messageBufferPool() mem.BufferPool {
+	pool, err := mem.NewBinaryTieredBufferPool(8, 12, 14, 15, 16, 20)
+	if err != nil { // only exponents beyond the word size fail
+		return mem.DefaultBufferPool()
+	}
+	return pool
+}
 
 // Run takes one snapshot as configured by the environment (snapshot.ParseConfig), logs as JSON
 // to stderr, writes the result to the termination message file and returns the exit code. The

@@ -113,3 +113,17 @@ func TestRunNeverPrintsSecrets(t *testing.T) {
 		t.Errorf("S3 endpoint down: %q, want StoreUnreachable (%s)", res2.Reason, res2.Message)
 	}
 }
+
+// TestMessageBufferPoolFitsSnapshotMessages: a snapshot message (32 KiB of data and a few bytes
+// of framing) takes a 64 KiB buffer, not one of the default pool's 1 MiB buffers.
+func TestMessageBufferPoolFitsSnapshotMessages(t *testing.T) {
+	t.Parallel()
+	pool := messageBufferPool()
+	for size, want := range map[int]int{32<<10 + 20: 64 << 10, 16 << 10: 16 << 10, 2 << 20: 2 << 20} {
+		buf := pool.Get(size)
+		if len(*buf) != size || cap(*buf) != want {
+			t.Errorf("Get(%d): len %d, cap %d; want cap %d", size, len(*buf), cap(*buf), want)
+		}
+		pool.Put(buf)
+	}
+}
