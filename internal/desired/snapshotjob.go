@@ -18,8 +18,13 @@ import (
 
 // The snapshot Job's shape (docs/backup-restore.md, "The snapshot Job").
 const (
-	// SnapshotAgentContainer is the agent's container: the operator's own binary.
+	// SnapshotAgentContainer is the agent's container, which runs the operator's own image.
 	SnapshotAgentContainer = "snapshot-agent"
+	// SnapshotAgentBinaryInImage is where the operator's image holds the agent built on its
+	// own (cmd/etcd-snapshot-agent): it starts with about 25 MiB fewer resident pages than the
+	// operator's binary, whose `snapshot-agent` subcommand runs the same code
+	// (docs/backup-restore.md, "Performance").
+	SnapshotAgentBinaryInImage = "/etcd-snapshot-agent"
 	// snapshotBackoffLimit lets a transient failure (a leader change, a store hiccup) be retried
 	// three times; a permanent one ends the Job at once through the pod failure policy.
 	snapshotBackoffLimit = 3
@@ -87,7 +92,7 @@ func SnapshotJob(in SnapshotJobInput) *batchv1.Job {
 		Containers: []corev1.Container{{
 			Name:                     SnapshotAgentContainer,
 			Image:                    in.Image,
-			Args:                     []string{"snapshot-agent"},
+			Command:                  []string{SnapshotAgentBinaryInImage},
 			Env:                      env,
 			VolumeMounts:             mounts,
 			SecurityContext:          containerSecurityContext(),

@@ -45,6 +45,10 @@ func TestSnapshotJobNeverLooksLikeAMember(t *testing.T) {
 	if job.Name != "nightly-1-snapshot" || *job.Spec.Template.Spec.AutomountServiceAccountToken || job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("job %s: token %v, restart %s", job.Name, *job.Spec.Template.Spec.AutomountServiceAccountToken, job.Spec.Template.Spec.RestartPolicy)
 	}
+	// The agent's own binary, not the operator's: it is what keeps the Job's memory small.
+	if agent := job.Spec.Template.Spec.Containers[0]; !slices.Equal(agent.Command, []string{"/etcd-snapshot-agent"}) || len(agent.Args) != 0 || agent.Image != "op:1" {
+		t.Errorf("agent container runs %q %q from %s, want /etcd-snapshot-agent from the operator's image", agent.Command, agent.Args, agent.Image)
+	}
 	rule := job.Spec.PodFailurePolicy.Rules[0]
 	if !slices.Contains(rule.OnExitCodes.Values, snapshot.ExitPermanent) {
 		t.Errorf("a permanent failure (exit %d) does not end the Job at once: %+v", snapshot.ExitPermanent, rule)

@@ -150,6 +150,13 @@ type Result struct {
 	// PruneError says why pruning failed or stopped. The snapshot itself is stored: a failed
 	// prune never fails it.
 	PruneError string `json:"pruneError,omitempty"`
+	// StreamMillis is how long the snapshot took to stream into the artifact, from opening
+	// etcd's stream to the artifact and its checksum stored, in milliseconds: the interval
+	// `etcdctl snapshot save` reports as "took" (docs/backup-restore.md, "Performance").
+	StreamMillis int64 `json:"streamMillis,omitempty"`
+	// PeakRSSBytes is the agent's peak resident set (VmHWM of /proc/self/status) when it wrote
+	// the result, the pages of its own binary included; 0 where the kernel does not say.
+	PeakRSSBytes int64 `json:"peakRSSBytes,omitempty"`
 	// Reason is set when the snapshot failed.
 	Reason Reason `json:"reason,omitempty"`
 	// Message explains a failure to a person.

@@ -39,6 +39,13 @@ func TestTerminationMessageRoundTrip(t *testing.T) {
 	if got := string(EncodeTerminationMessage(success)); got != want {
 		t.Errorf("encoding = %s\nwant %s", got, want)
 	}
+	// The agent's own measurements, which the e2e timing report reads from the Pod.
+	measured := success
+	measured.StreamMillis, measured.PeakRSSBytes = 4200, 40<<20
+	const wantMeasured = `"etcdVersion":"3.6.16","streamMillis":4200,"peakRSSBytes":41943040}`
+	if got := string(EncodeTerminationMessage(measured)); !strings.HasSuffix(got, wantMeasured) {
+		t.Errorf("encoding = %s\nwant it to end with %s", got, wantMeasured)
+	}
 }
 
 // TestTerminationMessageFitsTheKubeletLimit: however long the message, the encoding stays

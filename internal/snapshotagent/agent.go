@@ -79,7 +79,10 @@ func (a *agent) run(ctx context.Context) (snapshot.Result, error) {
 	}
 	log.Info("streaming snapshot", "dbSizeBytes", before.DBSize, "destination", a.dest.URI())
 
-	// Cancelling streamCtx ends the gRPC stream when run returns early.
+	// The stream's time runs from opening it, as `etcdctl snapshot save` counts its "took", to
+	// the artifact and its checksum stored. Cancelling streamCtx ends the gRPC stream when run
+	// returns early.
+	start := time.Now()
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rc, err := src.api.Snapshot(streamCtx, before.Endpoint)
@@ -94,7 +97,6 @@ func (a *agent) run(ctx context.Context) (snapshot.Result, error) {
 
 	scanner := snapshot.NewRevisionScanner()
 	stream := newVerifiedStream(rc, scanner)
-	start := time.Now()
 	if err := a.dest.Store(ctx, stream, artifactInfo{EtcdVersion: before.Version}); err != nil {
 		return snapshot.Result{}, err
 	}
@@ -103,11 +105,12 @@ func (a *agent) run(ctx context.Context) (snapshot.Result, error) {
 	}
 	elapsed := time.Since(start)
 	res := snapshot.Result{
-		URI:         a.dest.URI(),
-		SizeBytes:   stream.Size(),
-		Checksum:    snapshot.FormatChecksum(stream.Sum()),
-		Revision:    bounds.pick(scanner.Revision()),
-		EtcdVersion: before.Version,
+		URI:          a.dest.URI(),
+		SizeBytes:    stream.Size(),
+		Checksum:     snapshot.FormatChecksum(stream.Sum()),
+		Revision:     bounds.pick(scanner.Revision()),
+		EtcdVersion:  before.Version,
+		StreamMillis: max(elapsed.Milliseconds(), 1),
 	}
 	log.Info("snapshot stored", "uri", res.URI, "sizeBytes", res.SizeBytes, "checksum", res.Checksum,
 		"revision", res.Revision, "seconds", elapsed.Seconds(), "bytesPerSecond", int64(float64(res.SizeBytes)/max(elapsed.Seconds(), 1e-3)))

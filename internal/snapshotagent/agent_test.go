@@ -81,7 +81,7 @@ func TestAgentStoresOnPVC(t *testing.T) {
 	}
 	sum := sha256.Sum256(f.stream)
 	if res.URI != "pvc://backups/etcd/daily/nightly.db" || res.SizeBytes != int64(len(f.stream)) ||
-		res.Checksum != snapshot.FormatChecksum(sum) || res.EtcdVersion != "3.6.15" || res.Revision != 500 {
+		res.Checksum != snapshot.FormatChecksum(sum) || res.EtcdVersion != "3.6.15" || res.Revision != 500 || res.StreamMillis <= 0 {
 		t.Errorf("result = %+v", res)
 	}
 	// The follower served: the leader has more to do, the learner may lag.

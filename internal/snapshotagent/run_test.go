@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -85,6 +86,10 @@ func TestRunReportsEveryFailureInTheTerminationMessage(t *testing.T) {
 			if !strings.Contains(log, `"reason":"`+string(c.want)+`"`) {
 				t.Errorf("the log does not name the reason: %s", log)
 			}
+			// A failed run reports its memory too: an agent near its limit is worth knowing about.
+			if runtime.GOOS == "linux" && res.PeakRSSBytes <= 0 {
+				t.Errorf("peakRSSBytes = %d, want the process's VmHWM", res.PeakRSSBytes)
+			}
 		})
 	}
 }
@@ -107,5 +112,19 @@ func TestRunNeverPrintsSecrets(t *testing.T) {
 	}
 	if res2.Reason != snapshot.ReasonStoreUnreachable {
 		t.Errorf("S3 endpoint down: %q, want StoreUnreachable (%s)", res2.Reason, res2.Message)
+	}
+}
+
+// TestMessageBufferPoolFitsSnapshotMessages: a snapshot message (32 KiB of data and a few bytes
+// of framing) takes a 64 KiB buffer, not one of the default pool's 1 MiB buffers.
+func TestMessageBufferPoolFitsSnapshotMessages(t *testing.T) {
+	t.Parallel()
+	pool := messageBufferPool()
+	for size, want := range map[int]int{32<<10 + 20: 64 << 10, 16 << 10: 16 << 10, 2 << 20: 2 << 20} {
+		buf := pool.Get(size)
+		if len(*buf) != size || cap(*buf) != want {
+			t.Errorf("Get(%d): len %d, cap %d; want cap %d", size, len(*buf), cap(*buf), want)
+		}
+		pool.Put(buf)
 	}
 }

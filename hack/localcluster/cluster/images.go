@@ -228,26 +228,11 @@ func (c *Cluster) buildImages(ctx context.Context, etcdDirs map[string]string) (
 		})
 	}
 	if c.hasOperatorCommand() {
-		bin := filepath.Join(binDir, "etcd-operator")
-		if err := c.goBuildStatic(ctx, "./cmd/etcd-operator", bin); err != nil {
-			return nil, fmt.Errorf("building the operator image: %w", err)
+		spec, err := c.operatorImage(ctx, binDir)
+		if err != nil {
+			return nil, err
 		}
-		// The operator's image also carries the data-dir guard that member Pods copy from it
-		// (internal/desired/guard.go, GuardBinaryInImage).
-		guardBin := filepath.Join(binDir, "etcd-guard")
-		if err := c.goBuildStatic(ctx, "./cmd/etcd-guard", guardBin); err != nil {
-			return nil, fmt.Errorf("building the operator image: %w", err)
-		}
-		specs = append(specs, imageSpec{
-			ref: OperatorImage,
-			files: []imageFile{
-				{path: "/etcd-operator", src: bin, mode: 0o755},
-				{path: "/etcd-guard", src: guardBin, mode: 0o755},
-			},
-			dirs:       []string{"/tmp"},
-			entrypoint: []string{"/etcd-operator"},
-			user:       "65532:65532",
-		})
+		specs = append(specs, spec)
 	} else {
 		c.logf("skipping the operator image: ./cmd/etcd-operator has no main package yet")
 	}
@@ -274,6 +259,27 @@ func (c *Cluster) buildImages(ctx context.Context, etcdDirs map[string]string) (
 	}
 	sort.Strings(paths)
 	return paths, nil
+}
+
+// operatorImage builds the operator's binaries into binDir and returns the operator image's
+// spec: the operator, the data-dir guard that member Pods copy from it
+// (internal/desired/guard.go, GuardBinaryInImage) and the snapshot agent that snapshot Jobs run
+// (internal/desired/snapshotjob.go, SnapshotAgentBinaryInImage).
+func (c *Cluster) operatorImage(ctx context.Context, binDir string) (imageSpec, error) {
+	binaries := []struct{ pkg, path string }{
+		{"./cmd/etcd-operator", "/etcd-operator"},
+		{"./cmd/etcd-guard", "/etcd-guard"},
+		{"./cmd/etcd-snapshot-agent", "/etcd-snapshot-agent"},
+	}
+	spec := imageSpec{ref: OperatorImage, dirs: []string{"/tmp"}, entrypoint: []string{"/etcd-operator"}, user: "65532:65532"}
+	for _, b := range binaries {
+		bin := filepath.Join(binDir, filepath.Base(b.path))
+		if err := c.goBuildStatic(ctx, b.pkg, bin); err != nil {
+			return imageSpec{}, fmt.Errorf("building the operator image: %w", err)
+		}
+		spec.files = append(spec.files, imageFile{path: b.path, src: bin, mode: 0o755})
+	}
+	return spec, nil
 }
 
 // hasOperatorCommand reports whether ./cmd/etcd-operator holds a main package yet.

@@ -202,6 +202,12 @@ func (f *Test) RecordBytes(name string, b int64, note string) {
 	f.Timing.RecordBytes(f.T.Name(), name, b, note)
 }
 
+// RecordThroughput adds a rate in bytes per second (a snapshot's) to the report under this
+// test's name; the note says how it was measured and its target.
+func (f *Test) RecordThroughput(name string, bytesPerSecond int64, note string) {
+	f.Timing.RecordThroughput(f.T.Name(), name, bytesPerSecond, note)
+}
+
 // Measure runs fn, records how long it took under name, and returns fn's error.
 func (f *Test) Measure(name string, fn func() error) error {
 	return f.Timing.Measure(f.T.Name(), name, fn)

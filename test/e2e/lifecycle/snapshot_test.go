@@ -84,7 +84,7 @@ func TestSnapshotToPVCUnderTraffic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			requireArtifact(f, filepath.Join(dir, "e2e"), snap)
+			f.RecordBytes("snapshot-size", requireArtifact(f, filepath.Join(dir, "e2e"), snap), "a snapshot of 3 members after 100+ writes")
 			requireLastSnapshot(f, name, snap)
 			requireSnapshotPodsUnlabelled(f, snap.Name)
 			load.verify(f, "writes while a snapshot streamed to a PVC")
@@ -107,9 +107,14 @@ func registerManagedAccess(f *framework.Test, name string) {
 
 func createClaim(f *framework.Test, name string) {
 	f.T.Helper()
+	createClaimOfSize(f, name, "1Gi")
+}
+
+func createClaimOfSize(f *framework.Test, name, size string) {
+	f.T.Helper()
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace}, Spec: corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}}
 	if err := kc(f).Create(f.Ctx, pvc); err != nil {
 		f.T.Fatalf("creating PVC %s: %v", name, err)
 	}
@@ -118,8 +123,14 @@ func createClaim(f *framework.Test, name string) {
 // waitSnapshotFinal waits until snapshot name is Complete or Failed.
 func waitSnapshotFinal(f *framework.Test, name string) *etcdv1alpha2.EtcdSnapshot {
 	f.T.Helper()
+	return waitSnapshotFinalWithin(f, name, snapshotTimeout)
+}
+
+// waitSnapshotFinalWithin waits up to timeout until snapshot name is Complete or Failed.
+func waitSnapshotFinalWithin(f *framework.Test, name string, timeout time.Duration) *etcdv1alpha2.EtcdSnapshot {
+	f.T.Helper()
 	snap := &etcdv1alpha2.EtcdSnapshot{}
-	if err := f.Poll("EtcdSnapshot "+name+" final", snapshotTimeout, func(ctx context.Context) (bool, string, error) {
+	if err := f.Poll("EtcdSnapshot "+name+" final", timeout, func(ctx context.Context) (bool, string, error) {
 		if err := kc(f).Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: name}, snap); err != nil {
 			return false, err.Error(), nil
 		}
@@ -133,8 +144,8 @@ func waitSnapshotFinal(f *framework.Test, name string) *etcdv1alpha2.EtcdSnapsho
 }
 
 // requireArtifact checks the file in dir against the snapshot's status: size, SHA-256, and the
-// .sha256 and .uid siblings.
-func requireArtifact(f *framework.Test, dir string, snap *etcdv1alpha2.EtcdSnapshot) {
+// .sha256 and .uid siblings; it returns the file's size.
+func requireArtifact(f *framework.Test, dir string, snap *etcdv1alpha2.EtcdSnapshot) int64 {
 	f.T.Helper()
 	a := snap.Status.Artifact
 	path := filepath.Join(dir, snap.Name+".db")
@@ -152,7 +163,6 @@ func requireArtifact(f *framework.Test, dir string, snap *etcdv1alpha2.EtcdSnaps
 	if a == nil || n != a.SizeBytes || a.Checksum != "sha256:"+sum || a.Revision <= 0 || !strings.HasSuffix(a.URI, "/e2e/"+snap.Name+".db") {
 		f.T.Errorf("file %s: %d bytes, sha256 %s; status.artifact %+v", path, n, sum, a)
 	}
-	f.RecordBytes("snapshot-size", n, "the artifact on the claim")
 	sidecar, err := os.ReadFile(path + ".sha256")
 	if err != nil || !strings.HasPrefix(string(sidecar), sum+"  "+snap.Name+".db") {
 		f.T.Errorf("sidecar %s.sha256 = %q (%v), want the file's sum", path, sidecar, err)
@@ -160,6 +170,7 @@ func requireArtifact(f *framework.Test, dir string, snap *etcdv1alpha2.EtcdSnaps
 	if uid, err := os.ReadFile(path + ".uid"); err != nil || strings.TrimSpace(string(uid)) != string(snap.UID) {
 		f.T.Errorf("sibling .uid = %q (%v), want %s", uid, err, snap.UID)
 	}
+	return n
 }
 
 // requireLastSnapshot checks that the cluster's status names snap as its last snapshot.

@@ -31,6 +31,8 @@ const (
 	UnitCount Unit = "count"
 	// UnitBytes entries carry a size (a process's RSS) in Value.
 	UnitBytes Unit = "bytes"
+	// UnitBytesPerSecond entries carry a throughput (a snapshot's) in Value.
+	UnitBytesPerSecond Unit = "bytesPerSecond"
 )
 
 // Entry is one measure: a duration, a count or a size.
@@ -45,21 +47,22 @@ type Entry struct {
 	Duration time.Duration
 	// Seconds is Duration in seconds, the unit the JSON report uses.
 	Seconds float64
-	// Value is the measured value of a UnitCount or UnitBytes entry.
+	// Value is the measured value of a UnitCount, UnitBytes or UnitBytesPerSecond entry.
 	Value int64
 	// Note is optional context, e.g. "3 members, 1 killed", or the target of a count.
 	Note string
 }
 
-// entryJSON is an Entry in timing.json: "seconds", "count" or "bytes" carries the value, so
-// a reader never mistakes a count for a duration.
+// entryJSON is an Entry in timing.json: "seconds", "count", "bytes" or "bytesPerSecond" carries
+// the value, so a reader never mistakes a count for a duration.
 type entryJSON struct {
-	Test    string   `json:"test,omitempty"`
-	Name    string   `json:"name"`
-	Seconds *float64 `json:"seconds,omitempty"`
-	Count   *int64   `json:"count,omitempty"`
-	Bytes   *int64   `json:"bytes,omitempty"`
-	Note    string   `json:"note,omitempty"`
+	Test           string   `json:"test,omitempty"`
+	Name           string   `json:"name"`
+	Seconds        *float64 `json:"seconds,omitempty"`
+	Count          *int64   `json:"count,omitempty"`
+	Bytes          *int64   `json:"bytes,omitempty"`
+	BytesPerSecond *int64   `json:"bytesPerSecond,omitempty"`
+	Note           string   `json:"note,omitempty"`
 }
 
 // MarshalJSON writes the entry with the key of its unit.
@@ -72,6 +75,8 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		j.Count = &e.Value
 	case UnitBytes:
 		j.Bytes = &e.Value
+	case UnitBytesPerSecond:
+		j.BytesPerSecond = &e.Value
 	default:
 		return nil, fmt.Errorf("timing entry %s: unknown unit %q", e.Name, e.Unit)
 	}
@@ -98,8 +103,12 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 		set++
 		e.Unit, e.Value = UnitBytes, *j.Bytes
 	}
+	if j.BytesPerSecond != nil {
+		set++
+		e.Unit, e.Value = UnitBytesPerSecond, *j.BytesPerSecond
+	}
 	if set != 1 {
-		return fmt.Errorf("timing entry %q: want exactly one of seconds, count and bytes, got %d", j.Name, set)
+		return fmt.Errorf("timing entry %q: want exactly one of seconds, count, bytes and bytesPerSecond, got %d", j.Name, set)
 	}
 	return nil
 }
@@ -138,6 +147,11 @@ func (r *Recorder) RecordCount(test, name string, n int64, note string) {
 // RecordBytes adds a size, e.g. a process's resident memory.
 func (r *Recorder) RecordBytes(test, name string, b int64, note string) {
 	r.add(Entry{Test: test, Name: name, Unit: UnitBytes, Value: b, Note: note})
+}
+
+// RecordThroughput adds a rate in bytes per second, e.g. a snapshot's size over its duration.
+func (r *Recorder) RecordThroughput(test, name string, bytesPerSecond int64, note string) {
+	r.add(Entry{Test: test, Name: name, Unit: UnitBytesPerSecond, Value: bytesPerSecond, Note: note})
 }
 
 func (r *Recorder) add(e Entry) {
@@ -241,6 +255,8 @@ func formatValue(e Entry) string {
 		return strconv.FormatInt(e.Value, 10)
 	case UnitBytes:
 		return formatBytes(e.Value)
+	case UnitBytesPerSecond:
+		return formatBytes(e.Value) + "/s"
 	default:
 		return formatDuration(e.Duration)
 	}

@@ -70,6 +70,7 @@ func TestCountsAndBytes(t *testing.T) {
 	r.RecordCount("TestIdle", "idle-lease-writes", 151, "")
 	r.RecordBytes("TestIdle", "operator-rss-max", 43_306_598, "target ≤ 64 MiB")
 	r.RecordBytes("TestIdle", "small", 1000, "")
+	r.RecordThroughput("TestSnapshot", "snapshot-rate", 196_083_302, "target ≥ 90% of etcdctl's")
 	dir := t.TempDir()
 	if err := r.WriteFiles(dir); err != nil {
 		t.Fatalf("WriteFiles: %v", err)
@@ -92,6 +93,7 @@ func TestCountsAndBytes(t *testing.T) {
 		{"test": "TestIdle", "name": "idle-lease-writes", "count": 151.0},
 		{"test": "TestIdle", "name": "operator-rss-max", "bytes": 43306598.0, "note": "target ≤ 64 MiB"},
 		{"test": "TestIdle", "name": "small", "bytes": 1000.0},
+		{"test": "TestSnapshot", "name": "snapshot-rate", "bytesPerSecond": 196083302.0, "note": "target ≥ 90% of etcdctl's"},
 	}
 	if diff := cmp.Diff(want, got.Entries); diff != "" {
 		t.Errorf("%s entries (-want +got):\n%s", JSONFile, diff)
@@ -117,6 +119,7 @@ func TestCountsAndBytes(t *testing.T) {
 		"| idle-lease-writes | 151 | TestIdle |  |",
 		"| operator-rss-max | 41.3 MiB | TestIdle | target ≤ 64 MiB |",
 		"| small | 1000 B | TestIdle |  |",
+		"| snapshot-rate | 187.0 MiB/s | TestSnapshot | target ≥ 90% of etcdctl's |",
 	} {
 		if !slices.Contains(lines, row) {
 			t.Errorf("%s lacks row %q; got:\n%s", MarkdownFile, row, md)
@@ -127,8 +130,9 @@ func TestCountsAndBytes(t *testing.T) {
 func TestReadFileRejectsAmbiguousEntries(t *testing.T) {
 	t.Parallel()
 	for name, entry := range map[string]string{
-		"no value":  `{"name":"x"}`,
-		"two units": `{"name":"x","seconds":1,"count":2}`,
+		"no value":         `{"name":"x"}`,
+		"two units":        `{"name":"x","seconds":1,"count":2}`,
+		"bytes and a rate": `{"name":"x","bytes":1,"bytesPerSecond":2}`,
 	} {
 		path := filepath.Join(t.TempDir(), JSONFile)
 		if err := os.WriteFile(path, []byte(`{"entries":[`+entry+`]}`), 0o600); err != nil {
