@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -493,22 +492,14 @@ func removeMember(ctx context.Context, t *testing.T, cli *clientv3.Client, m *me
 	t.Fatalf("member %s not in the member list", m.name)
 }
 
+// freePorts returns n loopback ports below the ephemeral range (etcdproc.FreePorts says why: a
+// port of that range can be taken by any outgoing connection before etcd binds it, which once
+// failed a fixture with "address already in use").
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ports, err := etcdproc.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

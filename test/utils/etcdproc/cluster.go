@@ -125,7 +125,7 @@ func NewCluster(opts Options) (*Cluster, error) {
 		opts.Binary = b
 	}
 	size := max(opts.Size, 1)
-	ports, err := freePorts(3 * size)
+	ports, err := FreePorts(3 * size)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +418,7 @@ func (m *Member) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// freePorts returns n distinct loopback ports that were free when checked, chosen below the
+// FreePorts returns n distinct loopback ports that were free when checked, chosen below the
 // kernel's ephemeral range (net.ipv4.ip_local_port_range). A port the kernel hands out for
 // "127.0.0.1:0" comes from that range, which every outgoing connection on the machine draws
 // from too, so in the seconds between the choice and etcd's bind (a joiner binds only after its
@@ -427,7 +427,7 @@ func (m *Member) LogTail(n int) string {
 // its peer port. Below the range only another listener can take it, and the listeners stay open
 // until all n are chosen, so no port is handed out twice. Without a readable range it falls back
 // to the kernel's choice.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	low := ephemeralLow()
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
@@ -454,7 +454,7 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// minChosenPort is the lowest port freePorts picks: above the well-known and most registered
+// minChosenPort is the lowest port FreePorts picks: above the well-known and most registered
 // service ports.
 const minChosenPort = 20000
 

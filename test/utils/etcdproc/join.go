@@ -31,7 +31,7 @@ func (c *Cluster) PrepareMember(name string) (*Member, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating member dir: %w", err)
 	}
-	ports, err := freePorts(2)
+	ports, err := FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
