@@ -254,16 +254,24 @@ func (c *Conn) MemberList(ctx context.Context) ([]Member, error) {
 // learner") before doing anything, so a retry is safe and goes to the next endpoint. Without it,
 // a pass that makes the same calls every time lands the same call on the same learner every
 // time: an e2e upgrade test saw every MemberPromote of a 3.5 learner refused for five minutes.
+// Round-robin only picks among connected endpoints: right after the dial the learner's may be
+// the only one ready, so the retries are spread over a short wait (learnerRetryPause, growing)
+// that lets the others connect; CI once saw all of them land on the learner without it.
 func offLearner[T any](c *Conn, call func() (T, error)) (T, error) {
 	out, err := call()
-	for range len(c.cli.Endpoints()) {
+	for i := range 2 * len(c.cli.Endpoints()) {
 		if err == nil || rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCNotSupportedForLearner) {
 			break
 		}
+		time.Sleep(time.Duration(i+1) * learnerRetryPause)
 		out, err = call()
 	}
 	return out, err
 }
+
+// learnerRetryPause is the first pause of offLearner's retries; at most 2×endpoints of them,
+// about 1 s in all for 3 endpoints.
+const learnerRetryPause = 50 * time.Millisecond
 
 // LocalMemberList implements Client.
 func (c *Conn) LocalMemberList(ctx context.Context, endpoint string) ([]Member, error) {
