@@ -1,0 +1,94 @@
+// Package follow is --wait: after a change is applied, it re-reads the cluster until the
+// operator has finished, printing one progress line to stderr whenever what it sees changes, and
+// each new Event on the cluster and its members (docs/kubectl-etcd.md, "--wait").
+package follow
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/clusterread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
+)
+
+// Interval is how often the cluster is re-read.
+const Interval = 2 * time.Second
+
+// Done looks at the cluster and says whether the operator has finished, and what it is doing.
+type Done func(s *clusterread.State) (finished bool, progress string, err error)
+
+// Until re-reads cluster name until done says finished, ctx ends (--timeout of the wait) or done
+// fails.
+func Until(ctx context.Context, d *invocation.Deps, name string, opts clusterread.Options, done Done) error {
+	// Event times have whole seconds.
+	since := d.Clock.Now().Truncate(time.Second)
+	seen := map[string]bool{}
+	last := ""
+	for {
+		s, err := clusterread.Read(ctx, d.Kube, d.Namespace, name, opts)
+		if err != nil {
+			return err
+		}
+		printEvents(ctx, d, s, since, seen)
+		finished, progress, err := done(s)
+		if err != nil {
+			return err
+		}
+		if progress != last {
+			fmt.Fprintf(d.ErrOut, "%s  %s\n", d.Clock.Now().UTC().Format(time.TimeOnly), progress)
+			last = progress
+		}
+		if finished {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gave up waiting (%w); last seen: %s", ctx.Err(), last)
+		case <-d.Clock.After(Interval):
+		}
+	}
+}
+
+// printEvents prints the Events about the cluster and its members that are newer than since and
+// not printed yet. Events are a help, not a source of truth: a failure to list them is ignored.
+func printEvents(ctx context.Context, d *invocation.Deps, s *clusterread.State, since time.Time, seen map[string]bool) {
+	var list corev1.EventList
+	if d.Kube.List(ctx, &list, client.InNamespace(d.Namespace)) != nil {
+		return
+	}
+	names := map[string]bool{s.Cluster.Name: true}
+	for _, m := range s.Members {
+		names[m.Name] = true
+	}
+	var fresh []corev1.Event
+	for _, e := range list.Items {
+		if names[e.InvolvedObject.Name] && !seen[string(e.UID)] && !lastSeen(e).Before(since) {
+			fresh = append(fresh, e)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b corev1.Event) int { return lastSeen(a).Compare(lastSeen(b)) })
+	for _, e := range fresh {
+		seen[string(e.UID)] = true
+		fmt.Fprintf(d.ErrOut, "%s  event %s %s/%s %s: %s\n", lastSeen(e).UTC().Format(time.TimeOnly), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+}
+
+func lastSeen(e corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
+}
+
+// MaxWait bounds --wait: long enough for a member replacement on a slow cluster, short enough
+// that a stuck change is reported instead of waited on forever.
+const MaxWait = 15 * time.Minute
