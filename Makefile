@@ -89,8 +89,9 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 10s); corpora live in 
 ##@ Build
 
 .PHONY: build
-build: ## Build the operator binary into bin/.
+build: ## Build the operator and the kubectl-etcd plugin into bin/.
 	go build -o $(BIN_DIR)/etcd-operator ./cmd/etcd-operator
+	go build -o $(BIN_DIR)/kubectl-etcd ./cmd/kubectl-etcd
 
 # Targets owned by one area each (local cluster, e2e, demo) live in hack/make/*.mk.
 -include hack/make/*.mk

@@ -58,6 +58,8 @@ const (
 	Security   Label = "security"
 	Backup     Label = "backup"
 	Migration  Label = "migration"
+	// Tools marks tests that drive kubectl-etcd or etcd-migrate as a user would.
+	Tools Label = "tools"
 )
 
 // ErrNoKubeconfig means no kubeconfig was configured or found.
