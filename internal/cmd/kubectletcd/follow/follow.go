@@ -25,25 +25,53 @@ type Done func(s *clusterread.State) (finished bool, progress string, err error)
 // Until re-reads cluster name until done says finished, ctx ends (--timeout of the wait) or done
 // fails.
 func Until(ctx context.Context, d *invocation.Deps, name string, opts clusterread.Options, done Done) error {
+	return Poll(ctx, d, func(ctx context.Context) (Observed, error) {
+		s, err := clusterread.Read(ctx, d.Kube, d.Namespace, name, opts)
+		if err != nil {
+			return Observed{}, err
+		}
+		names := []string{s.Cluster.Name}
+		for _, m := range s.Members {
+			names = append(names, m.Name)
+		}
+		finished, progress, err := done(s)
+		return Observed{Finished: finished, Progress: progress, EventsAbout: names}, err
+	})
+}
+
+// Observed is what one look at the followed objects found.
+type Observed struct {
+	// Finished is true once the operator is done.
+	Finished bool
+	// Progress says what it is doing; a change is printed.
+	Progress string
+	// EventsAbout names the objects (in d.Namespace) whose new Events are printed.
+	EventsAbout []string
+}
+
+// Observe looks once at whatever --wait follows.
+type Observe func(ctx context.Context) (Observed, error)
+
+// Poll calls observe every Interval until it reports Finished, fails, or ctx ends. It is Until
+// for objects other than the cluster, such as an EtcdDefrag run.
+func Poll(ctx context.Context, d *invocation.Deps, observe Observe) error {
 	// Event times have whole seconds.
 	since := d.Clock.Now().Truncate(time.Second)
 	seen := map[string]bool{}
 	last := ""
 	for {
-		s, err := clusterread.Read(ctx, d.Kube, d.Namespace, name, opts)
+		o, err := observe(ctx)
+		if o.EventsAbout != nil {
+			printEvents(ctx, d, o.EventsAbout, since, seen)
+		}
 		if err != nil {
 			return err
 		}
-		printEvents(ctx, d, s, since, seen)
-		finished, progress, err := done(s)
-		if err != nil {
-			return err
+		if o.Progress != last {
+			fmt.Fprintf(d.ErrOut, "%s  %s\n", d.Clock.Now().UTC().Format(time.TimeOnly), o.Progress)
+			last = o.Progress
 		}
-		if progress != last {
-			fmt.Fprintf(d.ErrOut, "%s  %s\n", d.Clock.Now().UTC().Format(time.TimeOnly), progress)
-			last = progress
-		}
-		if finished {
+		if o.Finished {
 			return nil
 		}
 		select {
@@ -54,20 +82,16 @@ func Until(ctx context.Context, d *invocation.Deps, name string, opts clusterrea
 	}
 }
 
-// printEvents prints the Events about the cluster and its members that are newer than since and
-// not printed yet. Events are a help, not a source of truth: a failure to list them is ignored.
-func printEvents(ctx context.Context, d *invocation.Deps, s *clusterread.State, since time.Time, seen map[string]bool) {
+// printEvents prints the Events about the named objects that are newer than since and not
+// printed yet. Events are a help, not a source of truth: a failure to list them is ignored.
+func printEvents(ctx context.Context, d *invocation.Deps, about []string, since time.Time, seen map[string]bool) {
 	var list corev1.EventList
 	if d.Kube.List(ctx, &list, client.InNamespace(d.Namespace)) != nil {
 		return
 	}
-	names := map[string]bool{s.Cluster.Name: true}
-	for _, m := range s.Members {
-		names[m.Name] = true
-	}
 	var fresh []corev1.Event
 	for _, e := range list.Items {
-		if names[e.InvolvedObject.Name] && !seen[string(e.UID)] && !lastSeen(e).Before(since) {
+		if slices.Contains(about, e.InvolvedObject.Name) && !seen[string(e.UID)] && !lastSeen(e).Before(since) {
 			fresh = append(fresh, e)
 		}
 	}
