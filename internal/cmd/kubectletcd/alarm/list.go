@@ -1,0 +1,124 @@
+// Package alarm is `kubectl etcd alarm list` and `kubectl etcd alarm disarm`: etcd's active
+// alarms named by member, and their disarming. NOSPACE makes etcd refuse writes until the space
+// is freed and the alarm disarmed (docs/defrag.md, "Recovering from NOSPACE"); CORRUPT is the
+// operator's to heal, by replacing the member (docs/design/healing.md, "CORRUPT alarms").
+package alarm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/printer"
+	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+)
+
+// NewCmd is the parent command of list and disarm.
+func NewCmd(deps invocation.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "alarm",
+		Short: "List or disarm etcd's alarms (NOSPACE, CORRUPT)",
+		Long: `etcd raises NOSPACE when a member's database reaches the backend quota, and then refuses
+writes; it raises CORRUPT when a member's data diverged. list names the members; disarm clears
+alarms once their cause is gone.`,
+		Example: `  kubectl etcd alarm list demo
+  kubectl etcd alarm disarm demo --type NOSPACE --apply`,
+		Args: invocation.ExactArgs(),
+	}
+	cmd.AddCommand(newListCmd(deps), newDisarmCmd(deps))
+	return cmd
+}
+
+// ListOptions are list's arguments.
+type ListOptions struct {
+	Cluster string
+}
+
+func newListCmd(deps invocation.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list CLUSTER",
+		Short: "List the active alarms and the members that raised them",
+		Example: `  kubectl etcd alarm list demo
+  kubectl etcd alarm list demo -o json`,
+		Args: invocation.ExactArgs("CLUSTER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := deps()
+			if err != nil {
+				return err
+			}
+			return RunList(cmd.Context(), ListOptions{Cluster: args[0]}, d)
+		},
+	}
+}
+
+// List is list's output.
+type List struct {
+	Schema  string  `json:"schema"`
+	Kind    string  `json:"kind"`
+	Cluster string  `json:"cluster"`
+	Alarms  []Alarm `json:"alarms"`
+}
+
+// Alarm is one active alarm.
+type Alarm struct {
+	Type string `json:"type"`
+	// MemberID is etcd's hex ID of the member that raised it; "0" names no member.
+	MemberID string `json:"memberID"`
+	// Member is the member's EtcdMember name; empty when no EtcdMember has the ID.
+	Member string `json:"member,omitempty"`
+}
+
+// RunList prints the alarms.
+func RunList(ctx context.Context, o ListOptions, d *invocation.Deps) error {
+	if d.Globals.NoEtcd {
+		return invocation.Usagef("alarms live in etcd only, so --no-etcd leaves nothing to list (the EtcdCluster's Degraded condition reports them as AlarmActive)")
+	}
+	obs, sess, err := etcdread.Read(ctx, d, o.Cluster)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sess.Close() }()
+	l := Collect(obs)
+	return printer.Print(d.Out, d.Globals.Output, l, l.Text)
+}
+
+// Collect names each alarm's member.
+func Collect(obs *etcdread.Observation) List {
+	c := obs.State.Cluster
+	l := List{Schema: printer.Schema, Kind: "AlarmList", Cluster: c.Namespace + "/" + c.Name, Alarms: []Alarm{}}
+	for _, a := range obs.Alarms {
+		l.Alarms = append(l.Alarms, Alarm{Type: string(a.Type), MemberID: etcdclient.FormatID(a.MemberID), Member: obs.NameOf(a.MemberID)})
+	}
+	return l
+}
+
+// Text renders the list for a person.
+func (l List) Text(w io.Writer) error {
+	if len(l.Alarms) == 0 {
+		fmt.Fprintf(w, "No active alarm on %s.\n", l.Cluster)
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TYPE\tMEMBER\tID")
+	for _, a := range l.Alarms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Type, memberLabel(a), a.MemberID)
+	}
+	return tw.Flush()
+}
+
+// memberLabel says who raised a, also when nobody can be named.
+func memberLabel(a Alarm) string {
+	switch {
+	case a.Member != "":
+		return a.Member
+	case a.MemberID == "0":
+		return "(no member: a hash mismatch without a majority)"
+	default:
+		return "(a member etcd no longer lists)"
+	}
+}
