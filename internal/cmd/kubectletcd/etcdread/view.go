@@ -109,3 +109,19 @@ func (o *Observation) QuorumView() quorum.View {
 func Updated(m Member) bool {
 	return m.CR != nil && meta.IsStatusConditionTrue(m.CR.Status.Conditions, etcdv1alpha2.ConditionUpdated)
 }
+
+// Unhealthy says why voter m does not count as healthy for the quorum gate; empty when it does.
+func (o *Observation) Unhealthy(m Member) string {
+	switch {
+	case m.Status == nil:
+		return "did not answer Status (" + m.StatusErr + ")"
+	case m.Status.IsLearner:
+		return "answered as a learner: it was just promoted"
+	case !o.podReady(m):
+		return "has no Ready Pod"
+	case o.HasAlarm(m.ID, etcdclient.AlarmCorrupt):
+		return "has a CORRUPT alarm"
+	default:
+		return ""
+	}
+}
