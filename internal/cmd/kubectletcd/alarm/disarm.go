@@ -13,7 +13,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/mutation"
 	"github.com/etcd-operator/etcd-operator/internal/defrag"
-	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
 
@@ -25,10 +24,6 @@ const (
 	// the quota, without --force.
 	RuleNoSpaceBelowQuota = "nospace-below-quota"
 )
-
-// etcdDefaultQuota is etcd's own --quota-backend-bytes default, which an explicit 0 in
-// spec.options.quotaBackendBytes selects (docs/defrag.md, "The rule").
-const etcdDefaultQuota int64 = 2 << 30
 
 // DisarmOptions are disarm's arguments.
 type DisarmOptions struct {
@@ -149,11 +144,7 @@ func checkCorrupt(p *mutation.Plan, force bool) {
 // checkNoSpace mirrors the EtcdDefrag controller, which disarms NOSPACE only when every member
 // answered with a database below the quota (docs/defrag.md, "Recovering from NOSPACE").
 func checkNoSpace(p *mutation.Plan, obs *etcdread.Observation, force bool) {
-	c := obs.State.Cluster
-	quota, set := desired.EffectiveQuotaBackendBytes(c.Spec.Options, desired.StorageSize(c.Spec.Storage))
-	if !set {
-		quota = etcdDefaultQuota
-	}
+	quota := etcdread.Quota(obs.State.Cluster)
 	var over []string
 	for _, m := range obs.Members {
 		switch {

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/podstate"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
@@ -124,4 +125,17 @@ func (o *Observation) Unhealthy(m Member) string {
 	default:
 		return ""
 	}
+}
+
+// etcdDefaultQuota is etcd's own --quota-backend-bytes default, which an explicit 0 in
+// spec.options.quotaBackendBytes selects (docs/defrag.md, "The rule").
+const etcdDefaultQuota int64 = 2 << 30
+
+// Quota is the backend quota c's members run with, as the EtcdDefrag controller computes it.
+func Quota(c *etcdv1alpha2.EtcdCluster) int64 {
+	q, set := desired.EffectiveQuotaBackendBytes(c.Spec.Options, desired.StorageSize(c.Spec.Storage))
+	if !set {
+		return etcdDefaultQuota
+	}
+	return q
 }
