@@ -17,10 +17,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/alarm"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/compact"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/defrag"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/moveleader"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/pause"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/resume"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/retry"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/snapshot"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/snapshot/save"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/tunnel"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/version"
 )
@@ -86,7 +92,9 @@ membership changes go through the operator, which runs its quorum checks.`,
 			root.AddCommand(c)
 		}
 	}
+	add(groupLook, alarm.NewCmd(deps))
 	add(groupRepair, retry.NewCmd(deps))
+	add(groupMaintain, snapshot.NewCmd(save.NewCmd(deps)), defrag.NewCmd(deps), compact.NewCmd(deps), moveleader.NewCmd(deps))
 	add(groupMaintain, pause.NewCmd(deps), resume.NewCmd(deps))
 	add(groupPlugin, version.NewCmd(deps))
 	return root

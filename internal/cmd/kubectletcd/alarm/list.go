@@ -28,8 +28,8 @@ writes; it raises CORRUPT when a member's data diverged. list names the members;
 alarms once their cause is gone.`,
 		Example: `  kubectl etcd alarm list demo
   kubectl etcd alarm disarm demo --type NOSPACE --apply`,
-		Args: invocation.ExactArgs(),
 	}
+	invocation.Parent(cmd)
 	cmd.AddCommand(newListCmd(deps), newDisarmCmd(deps))
 	return cmd
 }

@@ -19,8 +19,8 @@ func NewCmd(subcommands ...*cobra.Command) *cobra.Command {
 asks the operator for an EtcdSnapshot, stored where the cluster's backups go.`,
 		Example: `  kubectl etcd snapshot save demo ./demo.db
   kubectl etcd snapshot create demo --pvc-claim backups --wait`,
-		Args: invocation.ExactArgs(),
 	}
+	invocation.Parent(cmd)
 	cmd.AddCommand(subcommands...)
 	return cmd
 }
