@@ -90,7 +90,7 @@ func RunList(ctx context.Context, o ListOptions, d *invocation.Deps) error {
 // Collect names each alarm's member.
 func Collect(obs *etcdread.Observation) List {
 	c := obs.State.Cluster
-	l := List{Schema: printer.Schema, Kind: "AlarmList", Cluster: c.Namespace + "/" + c.Name, Alarms: []Alarm{}}
+	l := List{Schema: printer.Schema, Kind: "Alarms", Cluster: c.Namespace + "/" + c.Name, Alarms: []Alarm{}}
 	for _, a := range obs.Alarms {
 		l.Alarms = append(l.Alarms, Alarm{Type: string(a.Type), MemberID: etcdclient.FormatID(a.MemberID), Member: obs.NameOf(a.MemberID)})
 	}
