@@ -5,8 +5,10 @@ package save
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,7 +130,7 @@ func CheckTarget(file string, force bool) error {
 			return invocation.Usagef("%s is a directory; name the snapshot file to write", p)
 		case err == nil && !force:
 			return invocation.Refused(RuleFileExists, fmt.Sprintf("%s exists; add --force to replace it", p))
-		case err != nil && !os.IsNotExist(err):
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("checking %s: %w", p, err)
 		}
 	}
