@@ -32,6 +32,14 @@ const (
 	StateUnreachable = "unreachable"
 )
 
+// Why a member with a Pod was not asked for its Status.
+var (
+	// ErrPodNotRunning: the member's Pod is not in phase Running, so no port-forward reaches it.
+	ErrPodNotRunning = errors.New("its Pod is not running")
+	// ErrNotForwarded: the port-forward to the member's Pod failed while others succeeded.
+	ErrNotForwarded = errors.New("the port-forward to its Pod failed")
+)
+
 // What says which calls Read makes beyond MemberList.
 type What struct {
 	// Statuses asks every reached member for its Status.
@@ -142,7 +150,7 @@ func (r *Reader) ask(ctx context.Context, s *clusterread.State, what What) *View
 		})
 	}
 	if what.Statuses {
-		for member, ep := range r.endpoints(s) {
+		for member, ep := range r.endpoints(s, v) {
 			call(func(ctx context.Context) {
 				st, err := e.Status(ctx, ep)
 				mu.Lock()
@@ -159,14 +167,23 @@ func (r *Reader) ask(ctx context.Context, s *clusterread.State, what What) *View
 	return v
 }
 
-// endpoints maps each member with a reached Pod to that Pod's endpoint.
-func (r *Reader) endpoints(s *clusterread.State) map[string]string {
+// endpoints maps each member with a reached Pod to that Pod's endpoint, and records in v why a
+// member with a Pod has none.
+func (r *Reader) endpoints(s *clusterread.State, v *View) map[string]string {
 	out := map[string]string{}
 	for _, m := range s.Members {
-		if p, ok := s.Pods[m.Name]; ok {
-			if ep, ok := r.sess.Endpoints[p.Name]; ok {
-				out[m.Name] = ep
-			}
+		p, ok := s.Pods[m.Name]
+		if !ok {
+			continue
+		}
+		ep, ok := r.sess.Endpoints[p.Name]
+		switch {
+		case ok:
+			out[m.Name] = ep
+		case p.Status.Phase != corev1.PodRunning:
+			v.StatusErrs[m.Name] = ErrPodNotRunning
+		default:
+			v.StatusErrs[m.Name] = ErrNotForwarded
 		}
 	}
 	return out
@@ -207,6 +224,8 @@ func ErrorKind(err error) string {
 		{etcdclient.ErrPermissionDenied, "permission denied"},
 		{etcdclient.ErrClosed, "closed"},
 		{context.Canceled, "canceled"},
+		{ErrPodNotRunning, "Pod not running"},
+		{ErrNotForwarded, "no port-forward"},
 	}
 	if err == nil {
 		return ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -203,5 +204,39 @@ func TestErrorKind(t *testing.T) {
 		if got := etcdread.ErrorKind(err); got != want {
 			t.Errorf("ErrorKind(%v) = %q, want %q", err, got, want)
 		}
+	}
+}
+
+// droppingDialer reaches every Pod but one, as the tunnel does when one port-forward fails.
+type droppingDialer struct {
+	invocation.EtcdDialer
+	drop string
+}
+
+func (d droppingDialer) Dial(ctx context.Context, c *etcdv1alpha2.EtcdCluster, pods []corev1.Pod) (*invocation.EtcdSession, error) {
+	sess, err := d.EtcdDialer.Dial(ctx, c, pods)
+	if err == nil {
+		delete(sess.Endpoints, d.drop)
+	}
+	return sess, err
+}
+
+func TestMembersNotReachedSayWhy(t *testing.T) {
+	t.Parallel()
+	e := invocationtest.New(t, "tenant")
+	e.Etcd.Statuses = map[string]etcdclient.Status{invocationtest.Endpoint("demo-a"): {ID: 1}}
+	e.Deps.Dialer = droppingDialer{EtcdDialer: e.Etcd, drop: "demo-b"}
+	s := state(corev1.PodRunning, "demo-a", "demo-b", "demo-c")
+	s.Pods["demo-c"].Status.Phase = corev1.PodPending
+	r := etcdread.NewReader(e.Deps)
+	defer r.Close()
+	v := r.Read(t.Context(), s, etcdread.What{Statuses: true})
+	got := map[string]string{}
+	for m, err := range v.StatusErrs {
+		got[m] = etcdread.ErrorKind(err)
+	}
+	want := map[string]string{"demo-b": "no port-forward", "demo-c": "Pod not running"}
+	if len(v.Statuses) != 1 || !maps.Equal(got, want) {
+		t.Errorf("statuses %v, errors %v; want demo-a answered and %v", v.Statuses, got, want)
 	}
 }
