@@ -261,3 +261,31 @@ func (v *View) Errors() []string {
 	}
 	return out
 }
+
+// Source is how far a read of etcd got, as the commands' JSON and YAML print it.
+type Source struct {
+	// State is reached, skipped (--no-etcd), noRunningPod or unreachable.
+	State string `json:"state"`
+	// Errors are the failed dial or cluster-wide calls, addresses removed.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Source is v as reported.
+func (v *View) Source() Source { return Source{State: v.State, Errors: v.Errors()} }
+
+// Note is the line a text table ends with when etcd's half of it is missing or partial; "" when
+// etcd answered every cluster-wide call.
+func (s Source) Note() string {
+	switch s.State {
+	case StateSkipped:
+		return "etcd not asked (--no-etcd): what the EtcdMembers record is shown; - marks what only etcd knows."
+	case StateNoRunningPod:
+		return "etcd not asked: no member Pod is running; - marks what only etcd knows."
+	case StateUnreachable:
+		return fmt.Sprintf("etcd unreachable (%s); - marks what only etcd knows.", strings.Join(s.Errors, "; "))
+	}
+	if len(s.Errors) > 0 {
+		return "etcd: " + strings.Join(s.Errors, "; ")
+	}
+	return ""
+}

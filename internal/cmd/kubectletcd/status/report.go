@@ -50,7 +50,7 @@ type Report struct {
 	// Snapshots are the newest EtcdSnapshots of the cluster, newest first.
 	Snapshots []Snapshot `json:"snapshots"`
 	// Etcd says whether etcd was reached and which cluster-wide calls failed.
-	Etcd Etcd `json:"etcd"`
+	Etcd etcdread.Source `json:"etcd"`
 
 	// now is when the report was built, for the ages in the text form.
 	now time.Time
@@ -154,14 +154,6 @@ type Snapshot struct {
 	Revision int64  `json:"revision,omitempty"`
 }
 
-// Etcd says how far the read of etcd got.
-type Etcd struct {
-	// State is reached, skipped (--no-etcd), noRunningPod or unreachable.
-	State string `json:"state"`
-	// Errors are the failed dial or cluster-wide calls, addresses removed.
-	Errors []string `json:"errors,omitempty"`
-}
-
 // Build makes the report of s and what etcd answered in v, at now.
 func Build(s *clusterread.State, v *etcdread.View, now time.Time) Report {
 	c := s.Cluster
@@ -176,7 +168,7 @@ func Build(s *clusterread.State, v *etcdread.View, now time.Time) Report {
 		PDB:                pdb(s.PDB),
 		Members:            members(s, v),
 		Snapshots:          snapshots(s.Snapshots),
-		Etcd:               Etcd{State: v.State, Errors: v.Errors()},
+		Etcd:               v.Source(),
 		now:                now,
 	}
 	r.Alarms = alarms(v, r.Members)

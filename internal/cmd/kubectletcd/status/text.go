@@ -214,17 +214,8 @@ func condCell(c *MemberCondition, reason bool) string {
 }
 
 func (r Report) etcdNote(w io.Writer) {
-	switch r.Etcd.State {
-	case etcdread.StateSkipped:
-		fmt.Fprintln(w, "etcd not asked (--no-etcd): ROLE is what the EtcdMembers record; - marks what only etcd knows.")
-	case etcdread.StateNoRunningPod:
-		fmt.Fprintln(w, "etcd not asked: no member Pod is running; - marks what only etcd knows.")
-	case etcdread.StateUnreachable:
-		fmt.Fprintf(w, "etcd unreachable (%s); - marks what only etcd knows.\n", strings.Join(r.Etcd.Errors, "; "))
-	default:
-		if len(r.Etcd.Errors) > 0 {
-			fmt.Fprintf(w, "etcd: %s\n", strings.Join(r.Etcd.Errors, "; "))
-		}
+	if n := r.Etcd.Note(); n != "" {
+		fmt.Fprintln(w, n)
 	}
 }
 
