@@ -18,9 +18,11 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/members"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/pause"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/resume"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/retry"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/status"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/tunnel"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/version"
 )
@@ -86,6 +88,7 @@ membership changes go through the operator, which runs its quorum checks.`,
 			root.AddCommand(c)
 		}
 	}
+	add(groupLook, status.NewCmd(deps), members.NewCmd(deps))
 	add(groupRepair, retry.NewCmd(deps))
 	add(groupMaintain, pause.NewCmd(deps), resume.NewCmd(deps))
 	add(groupPlugin, version.NewCmd(deps))
