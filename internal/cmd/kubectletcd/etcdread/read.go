@@ -57,8 +57,8 @@ type View struct {
 	// Members is MemberList's answer, unless MembersErr.
 	Members    []etcdclient.Member
 	MembersErr error
-	// Statuses and StatusErrs are keyed by EtcdMember name. A member reached through no
-	// endpoint (no running Pod) is in neither.
+	// Statuses and StatusErrs are keyed by EtcdMember name. A member without a Pod is in
+	// neither; one whose Pod was not reached has ErrPodNotRunning or ErrNotForwarded.
 	Statuses   map[string]etcdclient.Status
 	StatusErrs map[string]error
 	// Alarms is AlarmList's answer, unless AlarmsErr.
