@@ -21,12 +21,14 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/compact"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/defrag"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/members"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/moveleader"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/pause"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/resume"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/retry"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/snapshot"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/snapshot/save"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/status"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/tunnel"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/version"
 )
@@ -92,7 +94,7 @@ membership changes go through the operator, which runs its quorum checks.`,
 			root.AddCommand(c)
 		}
 	}
-	add(groupLook, alarm.NewCmd(deps))
+	add(groupLook, status.NewCmd(deps), members.NewCmd(deps), alarm.NewCmd(deps))
 	add(groupRepair, retry.NewCmd(deps))
 	add(groupMaintain, snapshot.NewCmd(save.NewCmd(deps)), defrag.NewCmd(deps), compact.NewCmd(deps), moveleader.NewCmd(deps))
 	add(groupMaintain, pause.NewCmd(deps), resume.NewCmd(deps))

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/alarm"
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread/etcdreadtest"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve/etcdobservetest"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/golden"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation/invocationtest"
@@ -17,10 +17,10 @@ const removedID uint64 = 0x1234abcd
 
 // alarmed is the fixture with NOSPACE raised by demo-b, CORRUPT naming no member and CORRUPT
 // of a member etcd no longer lists.
-func alarmed() *etcdreadtest.Fixture {
-	f := etcdreadtest.ThreeMembers()
+func alarmed() *etcdobservetest.Fixture {
+	f := etcdobservetest.ThreeMembers()
 	f.Alarms = []etcdclient.Alarm{
-		{MemberID: etcdreadtest.IDB, Type: etcdclient.AlarmNoSpace},
+		{MemberID: etcdobservetest.IDB, Type: etcdclient.AlarmNoSpace},
 		{MemberID: 0, Type: etcdclient.AlarmCorrupt},
 		{MemberID: removedID, Type: etcdclient.AlarmCorrupt},
 	}
@@ -29,11 +29,11 @@ func alarmed() *etcdreadtest.Fixture {
 
 func list(t *testing.T, e *invocationtest.Env) error {
 	t.Helper()
-	return alarm.RunList(context.Background(), alarm.ListOptions{Cluster: etcdreadtest.Cluster}, e.Deps)
+	return alarm.RunList(context.Background(), alarm.ListOptions{Cluster: etcdobservetest.Cluster}, e.Deps)
 }
 
 func disarm(e *invocationtest.Env, o alarm.DisarmOptions) error {
-	o.Cluster = etcdreadtest.Cluster
+	o.Cluster = etcdobservetest.Cluster
 	return alarm.RunDisarm(context.Background(), o, e.Deps)
 }
 
@@ -49,7 +49,7 @@ func TestListNamesTheMembers(t *testing.T) {
 }
 
 func TestListWithoutAlarms(t *testing.T) {
-	e := etcdreadtest.ThreeMembers().Env(t)
+	e := etcdobservetest.ThreeMembers().Env(t)
 	if err := list(t, e); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestDisarmNoSpacePlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden.Check(t, "disarm-nospace."+format, e.Out.Bytes())
-		if m := etcdreadtest.Mutating(e.Etcd.Calls); len(m) != 0 {
+		if m := etcdobservetest.Mutating(e.Etcd.Calls); len(m) != 0 {
 			t.Errorf("dry run called %v", m)
 		}
 		if !strings.Contains(e.ErrOut.String(), "Dry run") {
@@ -93,7 +93,7 @@ func TestDisarmNoSpaceApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"AlarmDisarm a03d5c9e11b2f408 NOSPACE"}
-	if got := etcdreadtest.Mutating(e.Etcd.Calls); strings.Join(got, ";") != strings.Join(want, ";") {
+	if got := etcdobservetest.Mutating(e.Etcd.Calls); strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Errorf("calls %v, want %v", got, want)
 	}
 }
@@ -106,7 +106,7 @@ func TestDisarmCorruptWithoutForceIsRefusedWithExit3(t *testing.T) {
 		!strings.Contains(err.Error(), "the operator replaces that member") {
 		t.Fatalf("got %v (exit %d), want exit 3 naming %s and the operator's healing", err, invocation.Code(err), alarm.RuleCorruptNeedsForce)
 	}
-	if m := etcdreadtest.Mutating(e.Etcd.Calls); len(m) != 0 {
+	if m := etcdobservetest.Mutating(e.Etcd.Calls); len(m) != 0 {
 		t.Errorf("a refused disarm called %v", m)
 	}
 	golden.Check(t, "disarm-corrupt-refused.text", e.Out.Bytes())
@@ -119,7 +119,7 @@ func TestDisarmCorruptWithForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "AlarmDisarm 0 CORRUPT;AlarmDisarm 1234abcd CORRUPT"
-	if got := strings.Join(etcdreadtest.Mutating(e.Etcd.Calls), ";"); got != want {
+	if got := strings.Join(etcdobservetest.Mutating(e.Etcd.Calls), ";"); got != want {
 		t.Errorf("calls %s, want %s", got, want)
 	}
 }
@@ -157,12 +157,12 @@ func TestDisarmByMember(t *testing.T) {
 }
 
 func TestDisarmNothingMatches(t *testing.T) {
-	e := etcdreadtest.ThreeMembers().Env(t)
+	e := etcdobservetest.ThreeMembers().Env(t)
 	e.Deps.Globals.Apply, e.Deps.Globals.Yes = true, true
 	if err := disarm(e, alarm.DisarmOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(e.Out.String(), "nothing to change") || len(etcdreadtest.Mutating(e.Etcd.Calls)) != 0 {
+	if !strings.Contains(e.Out.String(), "nothing to change") || len(etcdobservetest.Mutating(e.Etcd.Calls)) != 0 {
 		t.Errorf("plan %q, calls %v", e.Out.String(), e.Etcd.Calls)
 	}
 }
@@ -174,7 +174,7 @@ func TestApplyWithoutTerminalOrYesIsRefusedWithExit2(t *testing.T) {
 	if invocation.Code(err) != invocation.ExitUsage || !strings.Contains(err.Error(), "--yes") {
 		t.Fatalf("got %v (exit %d), want exit 2 naming --yes", err, invocation.Code(err))
 	}
-	if m := etcdreadtest.Mutating(e.Etcd.Calls); len(m) != 0 {
+	if m := etcdobservetest.Mutating(e.Etcd.Calls); len(m) != 0 {
 		t.Errorf("an unconfirmed disarm called %v", m)
 	}
 }

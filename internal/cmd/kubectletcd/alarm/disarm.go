@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/mutation"
 	"github.com/etcd-operator/etcd-operator/internal/defrag"
@@ -81,7 +81,7 @@ func ParseType(s string) (etcdclient.AlarmType, error) {
 
 // RunDisarm plans the disarming, and applies it when asked.
 func RunDisarm(ctx context.Context, o DisarmOptions, d *invocation.Deps) error {
-	obs, sess, err := etcdread.Read(ctx, d, o.Cluster)
+	obs, sess, err := etcdobserve.Read(ctx, d, o.Cluster)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func RunDisarm(ctx context.Context, o DisarmOptions, d *invocation.Deps) error {
 }
 
 // PlanDisarm decides which alarms to disarm, and whether the rules allow it.
-func PlanDisarm(obs *etcdread.Observation, o DisarmOptions) (*mutation.Plan, []etcdclient.Alarm) {
+func PlanDisarm(obs *etcdobserve.Observation, o DisarmOptions) (*mutation.Plan, []etcdclient.Alarm) {
 	c := obs.State.Cluster
 	p := mutation.New("alarm disarm", c.Namespace, c.Name)
 	var picked []etcdclient.Alarm
@@ -143,8 +143,8 @@ func checkCorrupt(p *mutation.Plan, force bool) {
 
 // checkNoSpace mirrors the EtcdDefrag controller, which disarms NOSPACE only when every member
 // answered with a database below the quota (docs/defrag.md, "Recovering from NOSPACE").
-func checkNoSpace(p *mutation.Plan, obs *etcdread.Observation, force bool) {
-	quota := etcdread.Quota(obs.State.Cluster)
+func checkNoSpace(p *mutation.Plan, obs *etcdobserve.Observation, force bool) {
+	quota := etcdobserve.Quota(obs.State.Cluster)
 	var over []string
 	for _, m := range obs.Members {
 		switch {
@@ -166,7 +166,7 @@ func checkNoSpace(p *mutation.Plan, obs *etcdread.Observation, force bool) {
 }
 
 // describe names an alarm for plans and messages: "NOSPACE raised by demo-a (6c1f0e2b8a4d7731)".
-func describe(obs *etcdread.Observation, a etcdclient.Alarm) string {
+func describe(obs *etcdobserve.Observation, a etcdclient.Alarm) string {
 	id := etcdclient.FormatID(a.MemberID)
 	switch name := obs.NameOf(a.MemberID); {
 	case name != "":

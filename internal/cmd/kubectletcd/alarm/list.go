@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/printer"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
@@ -78,7 +78,7 @@ func RunList(ctx context.Context, o ListOptions, d *invocation.Deps) error {
 	if d.Globals.NoEtcd {
 		return invocation.Usagef("alarms live in etcd only, so --no-etcd leaves nothing to list (the EtcdCluster's Degraded condition reports them as AlarmActive)")
 	}
-	obs, sess, err := etcdread.Read(ctx, d, o.Cluster)
+	obs, sess, err := etcdobserve.Read(ctx, d, o.Cluster)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func RunList(ctx context.Context, o ListOptions, d *invocation.Deps) error {
 }
 
 // Collect names each alarm's member.
-func Collect(obs *etcdread.Observation) List {
+func Collect(obs *etcdobserve.Observation) List {
 	c := obs.State.Cluster
 	l := List{Schema: printer.Schema, Kind: "Alarms", Cluster: c.Namespace + "/" + c.Name, Alarms: []Alarm{}}
 	for _, a := range obs.Alarms {

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/mutation"
 )
@@ -61,7 +61,7 @@ NOSPACE alarm is active. The database file keeps its size until a defrag.`,
 
 // Run plans the compaction, and applies it when asked.
 func Run(ctx context.Context, o Options, d *invocation.Deps) error {
-	obs, sess, err := etcdread.Read(ctx, d, o.Cluster)
+	obs, sess, err := etcdobserve.Read(ctx, d, o.Cluster)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 
 // CurrentRevision is the leader's revision, else the highest a member answered: a follower's
 // may trail the leader's by the writes it has not applied yet.
-func CurrentRevision(obs *etcdread.Observation) (int64, error) {
+func CurrentRevision(obs *etcdobserve.Observation) (int64, error) {
 	if l := obs.Leader(); l != nil && l.Status != nil {
 		return l.Status.Revision, nil
 	}

@@ -16,7 +16,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/clusterread"
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/follow"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/mutation"
@@ -106,7 +106,7 @@ func preview(ctx context.Context, d *invocation.Deps, o Options) ([]etcdv1alpha2
 	if d.Globals.NoEtcd {
 		return nil, "--no-etcd"
 	}
-	obs, sess, err := etcdread.Read(ctx, d, o.Cluster)
+	obs, sess, err := etcdobserve.Read(ctx, d, o.Cluster)
 	if err != nil {
 		return nil, err.Error()
 	}

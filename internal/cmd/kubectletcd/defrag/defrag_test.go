@@ -14,7 +14,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/defrag"
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread/etcdreadtest"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve/etcdobservetest"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/follow"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/golden"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
@@ -25,8 +25,8 @@ const runName = "demo-manual-20261201-120000"
 
 // converged is the fixture reporting Progressing=False/Reconciled, with demo-b holding 300Mi
 // to reclaim.
-func converged() *etcdreadtest.Fixture {
-	f := etcdreadtest.ThreeMembers()
+func converged() *etcdobservetest.Fixture {
+	f := etcdobservetest.ThreeMembers()
 	meta.SetStatusCondition(&f.Cluster.Status.Conditions, metav1.Condition{
 		Type: etcdv1alpha2.ConditionProgressing, Status: metav1.ConditionFalse, Reason: "Reconciled", ObservedGeneration: f.Cluster.Generation,
 	})
@@ -37,14 +37,14 @@ func converged() *etcdreadtest.Fixture {
 }
 
 func run(e *invocationtest.Env, o defrag.Options) error {
-	o.Cluster = etcdreadtest.Cluster
+	o.Cluster = etcdobservetest.Cluster
 	return defrag.Run(context.Background(), o, e.Deps)
 }
 
 func runs(t *testing.T, e *invocationtest.Env) []etcdv1alpha2.EtcdDefrag {
 	t.Helper()
 	var l etcdv1alpha2.EtcdDefragList
-	if err := e.Deps.Kube.List(context.Background(), &l, client.InNamespace(etcdreadtest.Namespace)); err != nil {
+	if err := e.Deps.Kube.List(context.Background(), &l, client.InNamespace(etcdobservetest.Namespace)); err != nil {
 		t.Fatal(err)
 	}
 	return l.Items
@@ -61,14 +61,14 @@ func TestPlanPreviewsTheRule(t *testing.T) {
 		if n := len(runs(t, e)); n != 0 {
 			t.Errorf("dry run created %d EtcdDefrags", n)
 		}
-		if m := etcdreadtest.Mutating(e.Etcd.Calls); len(m) != 0 {
+		if m := etcdobservetest.Mutating(e.Etcd.Calls); len(m) != 0 {
 			t.Errorf("dry run called %v", m)
 		}
 	}
 }
 
 func TestPlanOfAClusterNotConverged(t *testing.T) {
-	e := etcdreadtest.ThreeMembers().Env(t)
+	e := etcdobservetest.ThreeMembers().Env(t)
 	e.Deps.Globals.NoEtcd = true
 	if err := run(e, defrag.Options{Rule: &etcdv1alpha2.DefragRule{All: true}}); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestApplyCreatesTheRun(t *testing.T) {
 		r.Spec.Rule == nil || r.Spec.Rule.QuotaUsageAbove != "70%" || r.Spec.Rule.MinReclaim.String() != "64Mi" {
 		t.Errorf("created %s %v labels %v", r.Name, r.Spec, r.Labels)
 	}
-	if m := etcdreadtest.Mutating(e.Etcd.Calls); len(m) != 0 {
+	if m := etcdobservetest.Mutating(e.Etcd.Calls); len(m) != 0 {
 		t.Errorf("the plugin called etcd itself: %v", m)
 	}
 }
@@ -163,11 +163,11 @@ func TestPausedClusterIsRefusedWithExit3(t *testing.T) {
 func TestRunInFlightIsRefusedWithExit3(t *testing.T) {
 	f := converged()
 	f.Extra = append(f.Extra, &etcdv1alpha2.EtcdDefrag{
-		ObjectMeta: metav1.ObjectMeta{Namespace: etcdreadtest.Namespace, Name: "nightly-29409120"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: etcdobservetest.Namespace, Name: "nightly-29409120"},
 		Spec:       etcdv1alpha2.EtcdDefragSpec{ClusterRef: corev1Ref("demo")},
 		Status:     etcdv1alpha2.EtcdDefragStatus{Phase: etcdv1alpha2.DefragPhaseRunning},
 	}, &etcdv1alpha2.EtcdDefrag{
-		ObjectMeta: metav1.ObjectMeta{Namespace: etcdreadtest.Namespace, Name: "old"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: etcdobservetest.Namespace, Name: "old"},
 		Spec:       etcdv1alpha2.EtcdDefragSpec{ClusterRef: corev1Ref("demo")},
 		Status:     etcdv1alpha2.EtcdDefragStatus{Phase: etcdv1alpha2.DefragPhaseComplete},
 	})

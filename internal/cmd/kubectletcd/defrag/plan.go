@@ -10,7 +10,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/clusterread"
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/mutation"
 	operatordefrag "github.com/etcd-operator/etcd-operator/internal/defrag"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
@@ -102,9 +102,9 @@ func previewChecks(p *mutation.Plan, preview []etcdv1alpha2.DefragMemberStatus, 
 
 // Preview is what the operator's own rule evaluation (internal/defrag.Start) selects over obs
 // now, in the order the run would go.
-func Preview(obs *etcdread.Observation, rule *etcdv1alpha2.DefragRule, now time.Time) []etcdv1alpha2.DefragMemberStatus {
+func Preview(obs *etcdobserve.Observation, rule *etcdv1alpha2.DefragRule, now time.Time) []etcdv1alpha2.DefragMemberStatus {
 	v := operatordefrag.View{Now: now}
-	quota := etcdread.Quota(obs.State.Cluster)
+	quota := etcdobserve.Quota(obs.State.Cluster)
 	for _, m := range obs.Members {
 		// The controller lists the members with a running Pod that etcd knows by name.
 		if m.CR == nil || !podstate.Running(m.Pod) {

@@ -1,12 +1,12 @@
-// Package etcdread is what the commands that talk to etcd see of a cluster: etcd's member list,
-// each member's own Status answer through its Pod, and the active alarms, joined with the
-// EtcdMembers and Pods that clusterread reads. Health is folded the way the operator folds it
-// for its quorum gate (docs/design/quorum.md, "Vocabulary"), so that a command's checks agree
-// with the operator's.
+// Package etcdread asks a cluster's etcd what the read commands show: its member list, every
+// member's Status and the active alarms. Calls run in parallel, each bounded by --timeout, and
+// a call that fails is recorded next to its answer instead of failing the read, because a
+// read command is most needed when part of the cluster is down (docs/kubectl-etcd.md, "status").
 package etcdread
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,133 +14,278 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/clusterread"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
 
-// Member is one member etcd lists, joined with its EtcdMember and Pod.
-type Member struct {
-	// Name is the EtcdMember's name (also its Pod's and its etcd --name); etcd's name or the
-	// hex ID when no EtcdMember matches.
-	Name    string
-	ID      uint64
-	Learner bool
-	// Started is false while etcd lists the member without a name: added, never started.
-	Started bool
-	// CR and Pod are nil when the member has none.
-	CR  *etcdv1alpha2.EtcdMember
-	Pod *corev1.Pod
-	// Endpoint reaches the member's own Pod in the session's per-member calls; empty when the
-	// member's Pod could not be reached.
-	Endpoint string
-	// Status is the member's own answer; nil when it did not answer.
-	Status *etcdclient.Status
-	// StatusErr says why Status is nil.
-	StatusErr string
+// States of a View: how far the read got.
+const (
+	// StateReached: a session was opened; the calls' own errors are in the View.
+	StateReached = "reached"
+	// StateSkipped: --no-etcd; etcd was not dialled.
+	StateSkipped = "skipped"
+	// StateNoRunningPod: no member Pod runs (a paused or stopped cluster), so there is nothing
+	// to dial through. That is the cluster's state, not a failure of the command.
+	StateNoRunningPod = "noRunningPod"
+	// StateUnreachable: dialling failed (port-forward, TLS material, credentials).
+	StateUnreachable = "unreachable"
+)
+
+// Why a member with a Pod was not asked for its Status.
+var (
+	// ErrPodNotRunning: the member's Pod is not in phase Running, so no port-forward reaches it.
+	ErrPodNotRunning = errors.New("its Pod is not running")
+	// ErrNotForwarded: the port-forward to the member's Pod failed while others succeeded.
+	ErrNotForwarded = errors.New("the port-forward to its Pod failed")
+)
+
+// What says which calls Read makes beyond MemberList.
+type What struct {
+	// Statuses asks every reached member for its Status.
+	Statuses bool
+	// Alarms lists the active alarms.
+	Alarms bool
 }
 
-// Observation is one look at a cluster's etcd.
-type Observation struct {
-	State *clusterread.State
-	// Members are the members etcd lists, sorted by name.
-	Members []Member
-	// Alarms are the active alarms.
-	Alarms []etcdclient.Alarm
+// View is what etcd answered. Errors are kept per call so that each can be shown where its
+// answer would have been.
+type View struct {
+	State string
+	// DialErr says why State is StateUnreachable.
+	DialErr error
+	// Members is MemberList's answer, unless MembersErr.
+	Members    []etcdclient.Member
+	MembersErr error
+	// Statuses and StatusErrs are keyed by EtcdMember name. A member without a Pod is in
+	// neither; one whose Pod was not reached has ErrPodNotRunning or ErrNotForwarded.
+	Statuses   map[string]etcdclient.Status
+	StatusErrs map[string]error
+	// Alarms is AlarmList's answer, unless AlarmsErr.
+	Alarms    []etcdclient.Alarm
+	AlarmsErr error
 }
 
-// Read reads cluster name from the API server, dials its etcd through every member Pod, and
-// asks for the member list, the alarms and each member's Status, each call bounded by
-// --timeout. The caller closes the session it returns, which later calls go through.
-func Read(ctx context.Context, d *invocation.Deps, name string) (*Observation, *invocation.EtcdSession, error) {
-	s, err := clusterread.Read(ctx, d.Kube, d.Namespace, name, clusterread.Options{Pods: true})
-	if err != nil {
-		return nil, nil, err
+// Reached reports whether etcd was dialled successfully.
+func (v *View) Reached() bool { return v.State == StateReached }
+
+// Reader reads one cluster's etcd, keeping its session across reads as long as the member Pods
+// stay the same: status --watch then pays for the port-forwards once, not every frame.
+type Reader struct {
+	d    *invocation.Deps
+	sess *invocation.EtcdSession
+	key  string
+}
+
+// NewReader returns a Reader over d; Close it when done.
+func NewReader(d *invocation.Deps) *Reader { return &Reader{d: d} }
+
+// Close closes the session, if one is open.
+func (r *Reader) Close() {
+	if r.sess != nil {
+		_ = r.sess.Close()
+		r.sess, r.key = nil, ""
 	}
-	pods := s.MemberPods()
+}
+
+// Read asks etcd about s. It never fails: a dial that fails is StateUnreachable with DialErr.
+func (r *Reader) Read(ctx context.Context, s *clusterread.State, what What) *View {
+	if r.d.Globals.NoEtcd {
+		return &View{State: StateSkipped}
+	}
+	pods := running(s.MemberPods())
 	if len(pods) == 0 {
-		return nil, nil, fmt.Errorf("no member Pod of %s/%s exists to reach etcd through (spec.replicas is %d)", s.Cluster.Namespace, s.Cluster.Name, clusterread.Replicas(s.Cluster))
+		r.Close()
+		return &View{State: StateNoRunningPod}
 	}
-	dctx, cancel := context.WithTimeout(ctx, d.Globals.Timeout)
-	defer cancel()
-	sess, err := d.Dialer.Dial(dctx, s.Cluster, pods)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reaching the etcd of %s/%s: %w", s.Cluster.Namespace, s.Cluster.Name, err)
+	if err := r.session(ctx, s, pods); err != nil {
+		return &View{State: StateUnreachable, DialErr: err}
 	}
-	o, err := observe(ctx, d, s, sess)
-	if err != nil {
-		_ = sess.Close()
-		return nil, nil, err
-	}
-	return o, sess, nil
+	return r.ask(ctx, s, what)
 }
 
-func observe(ctx context.Context, d *invocation.Deps, s *clusterread.State, sess *invocation.EtcdSession) (*Observation, error) {
-	cctx, cancel := context.WithTimeout(ctx, d.Globals.Timeout)
-	defer cancel()
-	list, err := sess.MemberList(cctx)
+// session dials once per distinct set of running member Pods.
+func (r *Reader) session(ctx context.Context, s *clusterread.State, pods []corev1.Pod) error {
+	key := podsKey(pods)
+	if r.sess != nil && r.key == key {
+		return nil
+	}
+	r.Close()
+	sess, err := r.d.Dialer.Dial(ctx, s.Cluster, pods)
 	if err != nil {
-		return nil, fmt.Errorf("etcd MemberList: %w", err)
+		return fmt.Errorf("reaching etcd of %s/%s: %w", s.Cluster.Namespace, s.Cluster.Name, err)
 	}
-	alarms, err := sess.AlarmList(cctx)
-	if err != nil {
-		return nil, fmt.Errorf("etcd AlarmList: %w", err)
-	}
-	o := &Observation{State: s, Alarms: alarms}
-	for _, e := range list {
-		o.Members = append(o.Members, join(s, sess, e))
-	}
-	slices.SortFunc(o.Members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
-	askStatus(ctx, d, sess, o.Members)
-	return o, nil
+	r.sess, r.key = sess, key
+	return nil
 }
 
-// join finds e's EtcdMember by status.memberID, else by name (the member's etcd --name is its
-// EtcdMember's name), and its Pod and endpoint.
-func join(s *clusterread.State, sess *invocation.EtcdSession, e etcdclient.Member) Member {
-	m := Member{Name: e.Name, ID: e.ID, Learner: e.IsLearner, Started: e.Started()}
-	i := slices.IndexFunc(s.Members, func(cr etcdv1alpha2.EtcdMember) bool { return cr.Status.MemberID == e.IDHex() })
-	if i < 0 && e.Name != "" {
-		i = slices.IndexFunc(s.Members, func(cr etcdv1alpha2.EtcdMember) bool { return cr.Name == e.Name })
-	}
-	if i >= 0 {
-		m.CR = &s.Members[i]
-		m.Name = m.CR.Name
-		m.Pod = s.Pods[m.CR.Name]
-	}
-	if m.Name == "" {
-		m.Name = e.IDHex()
-	}
-	if m.Pod != nil {
-		m.Endpoint = sess.Endpoints[m.Pod.Name]
-	}
-	return m
-}
-
-// askStatus asks every reachable member for its Status in parallel. An answer from another
-// member than the one asked (a Pod reused by another member) is no answer.
-func askStatus(ctx context.Context, d *invocation.Deps, sess *invocation.EtcdSession, ms []Member) {
-	var wg sync.WaitGroup
-	for i := range ms {
-		m := &ms[i]
-		if m.Endpoint == "" {
-			m.StatusErr = "its Pod is not running"
-			continue
-		}
+// ask makes every call at once: on a healthy cluster the slowest round trip through one
+// port-forward, not their sum, is what a person waits for.
+func (r *Reader) ask(ctx context.Context, s *clusterread.State, what What) *View {
+	v := &View{State: StateReached, Statuses: map[string]etcdclient.Status{}, StatusErrs: map[string]error{}}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	call := func(f func(ctx context.Context)) {
 		wg.Go(func() {
-			sctx, cancel := context.WithTimeout(ctx, d.Globals.Timeout)
+			ctx, cancel := context.WithTimeout(ctx, r.d.Globals.Timeout)
 			defer cancel()
-			st, err := sess.Status(sctx, m.Endpoint)
-			switch {
-			case err != nil:
-				m.StatusErr = err.Error()
-			case st.ID != m.ID:
-				m.StatusErr = fmt.Sprintf("its endpoint answered as member %s", etcdclient.FormatID(st.ID))
-			default:
-				m.Status = &st
-			}
+			f(ctx)
 		})
 	}
+	e := r.sess.Etcd
+	call(func(ctx context.Context) {
+		ms, err := e.MemberList(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		v.Members, v.MembersErr = ms, err
+	})
+	if what.Alarms {
+		call(func(ctx context.Context) {
+			as, err := e.AlarmList(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			v.Alarms, v.AlarmsErr = as, err
+		})
+	}
+	if what.Statuses {
+		for member, ep := range r.endpoints(s, v) {
+			call(func(ctx context.Context) {
+				st, err := e.Status(ctx, ep)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					v.StatusErrs[member] = err
+					return
+				}
+				v.Statuses[member] = st
+			})
+		}
+	}
 	wg.Wait()
+	return v
+}
+
+// endpoints maps each member with a reached Pod to that Pod's endpoint, and records in v why a
+// member with a Pod has none.
+func (r *Reader) endpoints(s *clusterread.State, v *View) map[string]string {
+	out := map[string]string{}
+	for _, m := range s.Members {
+		p, ok := s.Pods[m.Name]
+		if !ok {
+			continue
+		}
+		ep, ok := r.sess.Endpoints[p.Name]
+		switch {
+		case ok:
+			out[m.Name] = ep
+		case p.Status.Phase != corev1.PodRunning:
+			v.StatusErrs[m.Name] = ErrPodNotRunning
+		default:
+			v.StatusErrs[m.Name] = ErrNotForwarded
+		}
+	}
+	return out
+}
+
+// running are the Pods a port-forward can reach, as the dialer picks them.
+func running(pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func podsKey(pods []corev1.Pod) string {
+	keys := make([]string, 0, len(pods))
+	for _, p := range pods {
+		keys = append(keys, p.Name+"/"+string(p.UID))
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ",")
+}
+
+// ErrorKind names the kind of an etcd call's failure in a word or two, for a table cell.
+func ErrorKind(err error) string {
+	kinds := []struct {
+		err  error
+		kind string
+	}{
+		{etcdclient.ErrTimeout, "timeout"},
+		{context.DeadlineExceeded, "timeout"},
+		{etcdclient.ErrUnavailable, "unavailable"},
+		{etcdclient.ErrNoLeader, "no leader"},
+		{etcdclient.ErrAuthFailed, "auth failed"},
+		{etcdclient.ErrAuthRequired, "auth required"},
+		{etcdclient.ErrPermissionDenied, "permission denied"},
+		{etcdclient.ErrClosed, "closed"},
+		{context.Canceled, "canceled"},
+		{ErrPodNotRunning, "Pod not running"},
+		{ErrNotForwarded, "no port-forward"},
+	}
+	if err == nil {
+		return ""
+	}
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			return k.kind
+		}
+	}
+	return "error"
+}
+
+// Message is err's text with addresses and URLs removed: etcdclient's errors are sanitised
+// already, but a dial error may quote a local address or a Pod's URL.
+func Message(err error) string {
+	if err == nil {
+		return ""
+	}
+	return etcdclient.Sanitize(err.Error())
+}
+
+// Errors lists the failed cluster-wide calls of v (not the per-member ones) as "Call: message".
+func (v *View) Errors() []string {
+	var out []string
+	if v.DialErr != nil {
+		out = append(out, Message(v.DialErr))
+	}
+	if v.MembersErr != nil {
+		out = append(out, "MemberList: "+Message(v.MembersErr))
+	}
+	if v.AlarmsErr != nil {
+		out = append(out, "AlarmList: "+Message(v.AlarmsErr))
+	}
+	return out
+}
+
+// Source is how far a read of etcd got, as the commands' JSON and YAML print it.
+type Source struct {
+	// State is reached, skipped (--no-etcd), noRunningPod or unreachable.
+	State string `json:"state"`
+	// Errors are the failed dial or cluster-wide calls, addresses removed.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Source is v as reported.
+func (v *View) Source() Source { return Source{State: v.State, Errors: v.Errors()} }
+
+// Note is the line a text table ends with when etcd's half of it is missing or partial; "" when
+// etcd answered every cluster-wide call.
+func (s Source) Note() string {
+	switch s.State {
+	case StateSkipped:
+		return "etcd not asked (--no-etcd): what the EtcdMembers record is shown; - marks what only etcd knows."
+	case StateNoRunningPod:
+		return "etcd not asked: no member Pod is running; - marks what only etcd knows."
+	case StateUnreachable:
+		return fmt.Sprintf("etcd unreachable (%s); - marks what only etcd knows.", strings.Join(s.Errors, "; "))
+	}
+	if len(s.Errors) > 0 {
+		return "etcd: " + strings.Join(s.Errors, "; ")
+	}
+	return ""
 }

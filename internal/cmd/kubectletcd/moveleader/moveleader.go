@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/mutation"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
@@ -68,7 +68,7 @@ needs quorum and the target must be a healthy voter.`,
 
 // Run plans the move, and applies it when asked.
 func Run(ctx context.Context, o Options, d *invocation.Deps) error {
-	obs, sess, err := etcdread.Read(ctx, d, o.Cluster)
+	obs, sess, err := etcdobserve.Read(ctx, d, o.Cluster)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 }
 
 // Plan decides where leadership goes, and whether the quorum gate allows it.
-func Plan(obs *etcdread.Observation, to string) (*mutation.Plan, *etcdread.Member) {
+func Plan(obs *etcdobserve.Observation, to string) (*mutation.Plan, *etcdobserve.Member) {
 	c := obs.State.Cluster
 	p := mutation.New("move-leader", c.Namespace, c.Name)
 	leader := obs.Leader()
@@ -112,7 +112,7 @@ func Plan(obs *etcdread.Observation, to string) (*mutation.Plan, *etcdread.Membe
 		return p, nil
 	}
 	p.Check(RuleQuorum, true, d.Message)
-	if !etcdread.Updated(*target) {
+	if !etcdobserve.Updated(*target) {
 		p.Check(RuleTargetUpdated, true, target.Name+" is not Updated: a roll will restart it, which moves leadership again")
 	}
 	change := fmt.Sprintf("leadership %s (%s) → %s (%s), applied index %d", leader.Name, etcdclient.FormatID(leader.ID),
@@ -126,12 +126,12 @@ func Plan(obs *etcdread.Observation, to string) (*mutation.Plan, *etcdread.Membe
 
 // pick is the member named to, else the healthy, Updated follower with the highest applied index
 // (ties by name); when none qualifies, why says what each follower lacks.
-func pick(obs *etcdread.Observation, leader *etcdread.Member, to string) (*etcdread.Member, string) {
+func pick(obs *etcdobserve.Observation, leader *etcdobserve.Member, to string) (*etcdobserve.Member, string) {
 	if to != "" {
 		m, _ := obs.Member(to)
 		return m, ""
 	}
-	var best *etcdread.Member
+	var best *etcdobserve.Member
 	var why []string
 	for i := range obs.Members {
 		m := &obs.Members[i]
@@ -154,13 +154,13 @@ func pick(obs *etcdread.Observation, leader *etcdread.Member, to string) (*etcdr
 }
 
 // disqualified says why m cannot be the default target; empty when it can.
-func disqualified(obs *etcdread.Observation, m etcdread.Member) string {
+func disqualified(obs *etcdobserve.Observation, m etcdobserve.Member) string {
 	switch unhealthy := obs.Unhealthy(m); {
 	case m.Learner:
 		return "is a learner"
 	case unhealthy != "":
 		return unhealthy
-	case !etcdread.Updated(m):
+	case !etcdobserve.Updated(m):
 		return "is not Updated (a roll will restart it)"
 	default:
 		return ""

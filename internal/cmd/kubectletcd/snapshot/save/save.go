@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/printer"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 	if err := CheckTarget(o.File, o.Force); err != nil {
 		return err
 	}
-	obs, sess, err := etcdread.Read(ctx, d, o.Cluster)
+	obs, sess, err := etcdobserve.Read(ctx, d, o.Cluster)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func CheckTarget(file string, force bool) error {
 
 // Pick is the member named member, else the leader when it is a healthy voter, else the first
 // healthy voter by name. A learner is never picked: its data may trail the voters'.
-func Pick(obs *etcdread.Observation, member string) (*etcdread.Member, error) {
+func Pick(obs *etcdobserve.Observation, member string) (*etcdobserve.Member, error) {
 	if member != "" {
 		m, ok := obs.Member(member)
 		switch {

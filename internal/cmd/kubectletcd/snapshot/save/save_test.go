@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdread/etcdreadtest"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve/etcdobservetest"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/golden"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation/invocationtest"
@@ -28,7 +28,7 @@ func stream(db []byte) []byte {
 
 var db = bytes.Repeat([]byte("etcd-bbolt-page."), 5000)
 
-func env(t *testing.T, f *etcdreadtest.Fixture) *invocationtest.Env {
+func env(t *testing.T, f *etcdobservetest.Fixture) *invocationtest.Env {
 	t.Helper()
 	e := f.Env(t)
 	e.Etcd.SnapshotData = stream(db)
@@ -36,7 +36,7 @@ func env(t *testing.T, f *etcdreadtest.Fixture) *invocationtest.Env {
 }
 
 func run(e *invocationtest.Env, o save.Options) error {
-	o.Cluster = etcdreadtest.Cluster
+	o.Cluster = etcdobservetest.Cluster
 	return save.Run(context.Background(), o, e.Deps)
 }
 
@@ -58,7 +58,7 @@ func TestSaveWritesTheFileAndItsDigest(t *testing.T) {
 	for _, format := range []string{invocation.OutputText, invocation.OutputJSON} {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "demo.db")
-		e := env(t, etcdreadtest.ThreeMembers())
+		e := env(t, etcdobservetest.ThreeMembers())
 		e.Deps.Globals.Output = format
 		if err := run(e, save.Options{File: file}); err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestSaveWritesTheFileAndItsDigest(t *testing.T) {
 }
 
 func TestSaveFromAnotherVoterWhenTheLeaderIsNotReady(t *testing.T) {
-	f := etcdreadtest.ThreeMembers()
+	f := etcdobservetest.ThreeMembers()
 	f.SetPodReady("demo-a", false)
 	e := env(t, f)
 	if err := run(e, save.Options{File: filepath.Join(t.TempDir(), "demo.db")}); err != nil {
@@ -98,7 +98,7 @@ func TestSaveFromAnotherVoterWhenTheLeaderIsNotReady(t *testing.T) {
 }
 
 func TestSaveFromTheNamedMember(t *testing.T) {
-	e := env(t, etcdreadtest.ThreeMembers())
+	e := env(t, etcdobservetest.ThreeMembers())
 	if err := run(e, save.Options{File: filepath.Join(t.TempDir(), "demo.db"), Member: "demo-c"}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestSaveFromTheNamedMember(t *testing.T) {
 }
 
 func TestLearnerOrUnknownMemberIsAUsageError(t *testing.T) {
-	f := etcdreadtest.ThreeMembers()
+	f := etcdobservetest.ThreeMembers()
 	f.EtcdMembers[slices.IndexFunc(f.EtcdMembers, func(m etcdclient.Member) bool { return m.Name == "demo-c" })].IsLearner = true
 	for _, m := range []string{"demo-c", "demo-z"} {
 		err := run(env(t, f), save.Options{File: filepath.Join(t.TempDir(), "demo.db"), Member: m})
@@ -124,7 +124,7 @@ func TestExistingFileIsRefusedWithExit3(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, existing), []byte("keep me"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		e := env(t, etcdreadtest.ThreeMembers())
+		e := env(t, etcdobservetest.ThreeMembers())
 		err := run(e, save.Options{File: filepath.Join(dir, "demo.db")})
 		if invocation.Code(err) != invocation.ExitRefused || !strings.Contains(err.Error(), save.RuleFileExists) || !strings.Contains(err.Error(), "--force") {
 			t.Fatalf("%s exists: got %v (exit %d), want exit 3 by %s", existing, err, invocation.Code(err), save.RuleFileExists)
@@ -146,7 +146,7 @@ func TestForceReplaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := run(env(t, etcdreadtest.ThreeMembers()), save.Options{File: file, Force: true}); err != nil {
+	if err := run(env(t, etcdobservetest.ThreeMembers()), save.Options{File: file, Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(file); !bytes.Equal(got, stream(db)) {
@@ -166,7 +166,7 @@ func TestBrokenStreamLeavesTheFileAsItWas(t *testing.T) {
 		if err := os.WriteFile(file, []byte("old"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		e := env(t, etcdreadtest.ThreeMembers())
+		e := env(t, etcdobservetest.ThreeMembers())
 		setup(e)
 		err := run(e, save.Options{File: file, Force: true})
 		if invocation.Code(err) != invocation.ExitError {
@@ -182,7 +182,7 @@ func TestBrokenStreamLeavesTheFileAsItWas(t *testing.T) {
 }
 
 func TestMissingFolderIsAUsageError(t *testing.T) {
-	err := run(env(t, etcdreadtest.ThreeMembers()), save.Options{File: filepath.Join(t.TempDir(), "no", "demo.db")})
+	err := run(env(t, etcdobservetest.ThreeMembers()), save.Options{File: filepath.Join(t.TempDir(), "no", "demo.db")})
 	if invocation.Code(err) != invocation.ExitUsage {
 		t.Fatalf("got %v (exit %d), want exit 2", err, invocation.Code(err))
 	}

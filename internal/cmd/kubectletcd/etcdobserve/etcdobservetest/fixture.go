@@ -1,8 +1,8 @@
-// Package etcdreadtest builds the healthy three-member cluster that the unit tests of the
+// Package etcdobservetest builds the healthy three-member cluster that the unit tests of the
 // commands talking to etcd start from: the EtcdCluster, its EtcdMembers and Ready Pods, and a
 // scripted etcd whose members answer Status with demo-a as the leader. Tests change the fixture
 // before calling Env.
-package etcdreadtest
+package etcdobservetest
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package etcdread
+package etcdobserve
 
 import (
 	"slices"
