@@ -51,7 +51,7 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer, pluginVersion
 	if err == nil {
 		return invocation.ExitOK
 	}
-	fmt.Fprintln(stderr, "Error:", err)
+	_, _ = fmt.Fprintln(stderr, "Error:", err)
 	if strings.HasPrefix(err.Error(), "unknown command") {
 		return invocation.ExitUsage
 	}

@@ -101,7 +101,7 @@ func RunDisarm(ctx context.Context, o DisarmOptions, d *invocation.Deps) error {
 			if err != nil {
 				return fmt.Errorf("disarming %s: %w", describe(obs, a), err)
 			}
-			fmt.Fprintf(d.ErrOut, "Disarmed %s.\n", describe(obs, a))
+			_, _ = fmt.Fprintf(d.ErrOut, "Disarmed %s.\n", describe(obs, a))
 		}
 		return nil
 	})

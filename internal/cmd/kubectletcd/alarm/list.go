@@ -100,13 +100,13 @@ func Collect(obs *etcdobserve.Observation) List {
 // Text renders the list for a person.
 func (l List) Text(w io.Writer) error {
 	if len(l.Alarms) == 0 {
-		fmt.Fprintf(w, "No active alarm on %s.\n", l.Cluster)
+		_, _ = fmt.Fprintf(w, "No active alarm on %s.\n", l.Cluster)
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tMEMBER\tID")
+	_, _ = fmt.Fprintln(tw, "TYPE\tMEMBER\tID")
 	for _, a := range l.Alarms {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Type, memberLabel(a), a.MemberID)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Type, memberLabel(a), a.MemberID)
 	}
 	return tw.Flush()
 }

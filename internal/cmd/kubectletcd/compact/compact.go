@@ -77,7 +77,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := sess.Compact(cctx, target, o.Physical); err != nil {
 			return fmt.Errorf("compacting %s to revision %d: %w", p.Cluster, target, err)
 		}
-		fmt.Fprintf(d.ErrOut, "Compacted %s to revision %d. Run kubectl etcd defrag %s to give the freed space back to the disk.\n", p.Cluster, target, obs.State.Cluster.Name)
+		_, _ = fmt.Fprintf(d.ErrOut, "Compacted %s to revision %d. Run kubectl etcd defrag %s to give the freed space back to the disk.\n", p.Cluster, target, obs.State.Cluster.Name)
 		return nil
 	})
 }

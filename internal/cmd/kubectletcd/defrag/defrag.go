@@ -91,9 +91,9 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := d.Kube.Create(ctx, run); err != nil {
 			return fmt.Errorf("creating EtcdDefrag %s/%s: %w", run.Namespace, run.Name, err)
 		}
-		fmt.Fprintf(d.ErrOut, "Created EtcdDefrag %s/%s.\n", run.Namespace, run.Name)
+		_, _ = fmt.Fprintf(d.ErrOut, "Created EtcdDefrag %s/%s.\n", run.Namespace, run.Name)
 		if !d.Globals.Wait {
-			fmt.Fprintf(d.ErrOut, "Follow it with: kubectl get etcddefrag -n %s %s -w\n", run.Namespace, run.Name)
+			_, _ = fmt.Fprintf(d.ErrOut, "Follow it with: kubectl get etcddefrag -n %s %s -w\n", run.Namespace, run.Name)
 			return nil
 		}
 		return wait(ctx, d, run, len(preview))

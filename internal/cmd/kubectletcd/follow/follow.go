@@ -68,7 +68,7 @@ func Poll(ctx context.Context, d *invocation.Deps, observe Observe) error {
 			return err
 		}
 		if o.Progress != last {
-			fmt.Fprintf(d.ErrOut, "%s  %s\n", d.Clock.Now().UTC().Format(time.TimeOnly), o.Progress)
+			_, _ = fmt.Fprintf(d.ErrOut, "%s  %s\n", d.Clock.Now().UTC().Format(time.TimeOnly), o.Progress)
 			last = o.Progress
 		}
 		if o.Finished {
@@ -98,7 +98,7 @@ func printEvents(ctx context.Context, d *invocation.Deps, about []string, since 
 	slices.SortFunc(fresh, func(a, b corev1.Event) int { return lastSeen(a).Compare(lastSeen(b)) })
 	for _, e := range fresh {
 		seen[string(e.UID)] = true
-		fmt.Fprintf(d.ErrOut, "%s  event %s %s/%s %s: %s\n", lastSeen(e).UTC().Format(time.TimeOnly), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		_, _ = fmt.Fprintf(d.ErrOut, "%s  event %s %s/%s %s: %s\n", lastSeen(e).UTC().Format(time.TimeOnly), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 	}
 }
 

@@ -15,23 +15,23 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata from the output")
 
 // Check compares got with testdata/name, or writes it there under -update.
-func Check(t testing.TB, name string, got []byte) {
-	t.Helper()
+func Check(tb testing.TB, name string, got []byte) {
+	tb.Helper()
 	path := filepath.Join("testdata", name)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		return
 	}
 	want, err := os.ReadFile(path) //nolint:gosec // G304: the test names its own file under testdata
 	if err != nil {
-		t.Fatalf("reading %s (run the test with -update to create it): %v", path, err)
+		tb.Fatalf("reading %s (run the test with -update to create it): %v", path, err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("output differs from %s (run with -update to accept it):\n--- got\n%s\n--- want\n%s", path, got, want)
+		tb.Errorf("output differs from %s (run with -update to accept it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }

@@ -22,7 +22,7 @@ func (t TerminalPrompter) Interactive() bool {
 
 // Confirm asks question with [y/N]; only y or yes is yes.
 func (t TerminalPrompter) Confirm(question string) (bool, error) {
-	fmt.Fprintf(t.ErrOut, "%s [y/N] ", question)
+	_, _ = fmt.Fprintf(t.ErrOut, "%s [y/N] ", question)
 	line, err := bufio.NewReader(t.In).ReadString('\n')
 	if err != nil && line == "" {
 		return false, nil

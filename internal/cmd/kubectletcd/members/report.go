@@ -108,21 +108,21 @@ func (r Report) Text(w io.Writer) error {
 	if withNotes {
 		head += "\tNOTE"
 	}
-	fmt.Fprintln(tw, head)
+	_, _ = fmt.Fprintln(tw, head)
 	for _, m := range r.Members {
 		cells := []string{or(m.ID), or(m.Name), urls(m.PeerURLs), urls(m.ClientURLs), learner(m.Learner), or(m.EtcdMember), or(m.PVC)}
 		if withNotes {
 			cells = append(cells, note(m))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		_, _ = fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
 	// tabwriter pads an empty last cell (a row without a note) with trailing blanks.
 	for line := range strings.Lines(buf.String()) {
-		fmt.Fprintln(bw, strings.TrimRight(line, " \n"))
+		_, _ = fmt.Fprintln(bw, strings.TrimRight(line, " \n"))
 	}
 	if n := r.Etcd.Note(); n != "" {
-		fmt.Fprintln(bw, n)
+		_, _ = fmt.Fprintln(bw, n)
 	}
 	return bw.Flush()
 }

@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := sess.MoveLeader(cctx, target.ID); err != nil {
 			return fmt.Errorf("moving the leadership of %s to %s: %w", p.Cluster, target.Name, err)
 		}
-		fmt.Fprintf(d.ErrOut, "%s now leads %s.\n", target.Name, p.Cluster)
+		_, _ = fmt.Fprintf(d.ErrOut, "%s now leads %s.\n", target.Name, p.Cluster)
 		return nil
 	})
 }

@@ -69,19 +69,19 @@ func (p *Plan) Refusal() (Check, bool) {
 
 // Text renders the plan for a person.
 func (p *Plan) Text(w io.Writer) error {
-	fmt.Fprintf(w, "Plan: %s %s\n", p.Command, p.Cluster)
+	_, _ = fmt.Fprintf(w, "Plan: %s %s\n", p.Command, p.Cluster)
 	for i, s := range p.Steps {
-		fmt.Fprintf(w, "  %d. %-6s %s: %s\n", i+1, s.Action, s.Target, s.Change)
+		_, _ = fmt.Fprintf(w, "  %d. %-6s %s: %s\n", i+1, s.Action, s.Target, s.Change)
 	}
 	if len(p.Steps) == 0 {
-		fmt.Fprintln(w, "  nothing to change")
+		_, _ = fmt.Fprintln(w, "  nothing to change")
 	}
 	for _, c := range p.Checks {
 		verdict := "ok     "
 		if !c.Passed {
 			verdict = "REFUSED"
 		}
-		fmt.Fprintf(w, "  check %s %s: %s\n", verdict, c.Rule, c.Message)
+		_, _ = fmt.Fprintf(w, "  check %s %s: %s\n", verdict, c.Rule, c.Message)
 	}
 	return nil
 }
@@ -100,7 +100,7 @@ func Execute(ctx context.Context, d *invocation.Deps, p *Plan, apply func(contex
 		return nil
 	}
 	if !d.Globals.Apply {
-		fmt.Fprintln(d.ErrOut, "Dry run: nothing was changed. Add --apply to carry out this plan.")
+		_, _ = fmt.Fprintln(d.ErrOut, "Dry run: nothing was changed. Add --apply to carry out this plan.")
 		return nil
 	}
 	if !d.Globals.Yes {

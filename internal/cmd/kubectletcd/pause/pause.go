@@ -63,7 +63,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := apply(ctx, d.Kube, s.Cluster); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.ErrOut, "Paused %s: the operator now stops its members.\n", p.Cluster)
+		_, _ = fmt.Fprintf(d.ErrOut, "Paused %s: the operator now stops its members.\n", p.Cluster)
 		if !d.Globals.Wait {
 			return nil
 		}

@@ -73,7 +73,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := apply(ctx, d.Kube, s.Cluster, replicas); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.ErrOut, "Resuming %s with %d replicas.\n", p.Cluster, replicas)
+		_, _ = fmt.Fprintf(d.ErrOut, "Resuming %s with %d replicas.\n", p.Cluster, replicas)
 		if !d.Globals.Wait {
 			return nil
 		}

@@ -59,7 +59,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := apply(ctx, d.Kube, s.Cluster, now); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.ErrOut, "Moved the progress deadline of %s to now.\n", p.Cluster)
+		_, _ = fmt.Fprintf(d.ErrOut, "Moved the progress deadline of %s to now.\n", p.Cluster)
 		if !d.Globals.Wait {
 			return nil
 		}

@@ -23,10 +23,10 @@ const none = "-"
 func (r Report) Text(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	r.header(bw)
-	fmt.Fprintln(bw)
+	_, _ = fmt.Fprintln(bw)
 	r.table(bw)
 	r.etcdNote(bw)
-	fmt.Fprintln(bw)
+	_, _ = fmt.Fprintln(bw)
 	r.snapshotLine(bw)
 	return bw.Flush()
 }
@@ -37,7 +37,7 @@ func (r Report) header(w io.Writer) {
 	if running == "" {
 		running = none
 	}
-	fmt.Fprintf(w, "Cluster  %s/%s   version %s (running %s)   replicas %d   ready %d   updated %d\n",
+	_, _ = fmt.Fprintf(w, "Cluster  %s/%s   version %s (running %s)   replicas %d   ready %d   updated %d\n",
 		c.Namespace, c.Name, c.Version, running, c.Replicas, c.ReadyMembers, c.UpdatedMembers)
 	clusterID := c.ClusterID
 	if clusterID == "" {
@@ -58,11 +58,11 @@ func (r Report) header(w io.Writer) {
 				notes = append(notes, fmt.Sprintf("  %s: %s", t, cond.Message))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t, status, reason, right[t])
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t, status, reason, right[t])
 	}
 	_ = tw.Flush()
 	for _, n := range notes {
-		fmt.Fprintln(w, n)
+		_, _ = fmt.Fprintln(w, n)
 	}
 }
 
@@ -143,7 +143,7 @@ func (r Report) table(w io.Writer) {
 	if withNotes {
 		head += "\tNOTE"
 	}
-	fmt.Fprintln(tw, head)
+	_, _ = fmt.Fprintln(tw, head)
 	for _, m := range r.Members {
 		cells := []string{
 			or(m.Name, m.EtcdName), or(m.ID), or(m.Role), or(m.Version), dbCell(m), lagCell(m),
@@ -152,12 +152,12 @@ func (r Report) table(w io.Writer) {
 		if withNotes {
 			cells = append(cells, strings.Join(notes(m), "; "))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		_, _ = fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
 	// tabwriter pads an empty last cell (a row without a note) with trailing blanks.
 	for line := range strings.Lines(buf.String()) {
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+		_, _ = fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 	}
 }
 
@@ -215,13 +215,13 @@ func condCell(c *MemberCondition, reason bool) string {
 
 func (r Report) etcdNote(w io.Writer) {
 	if n := r.Etcd.Note(); n != "" {
-		fmt.Fprintln(w, n)
+		_, _ = fmt.Fprintln(w, n)
 	}
 }
 
 func (r Report) snapshotLine(w io.Writer) {
 	if len(r.Snapshots) == 0 {
-		fmt.Fprintln(w, "Snapshots  none")
+		_, _ = fmt.Fprintln(w, "Snapshots  none")
 		return
 	}
 	parts := make([]string, 0, len(r.Snapshots))
@@ -239,7 +239,7 @@ func (r Report) snapshotLine(w io.Writer) {
 		}
 		parts = append(parts, p)
 	}
-	fmt.Fprintf(w, "Snapshots  %s\n", strings.Join(parts, "   "))
+	_, _ = fmt.Fprintf(w, "Snapshots  %s\n", strings.Join(parts, "   "))
 }
 
 // age is d in one unit, the way the status screen reads best at a glance: seconds below 2

@@ -78,15 +78,15 @@ func Collect(ctx context.Context, r client.Reader, plugin string) Report {
 
 // Text renders the report for a person.
 func (r Report) Text(w io.Writer) error {
-	fmt.Fprintf(w, "kubectl-etcd  %s\n", r.Plugin)
+	_, _ = fmt.Fprintf(w, "kubectl-etcd  %s\n", r.Plugin)
 	switch {
 	case r.OperatorError != "":
-		fmt.Fprintf(w, "operator      unknown (%s)\n", r.OperatorError)
+		_, _ = fmt.Fprintf(w, "operator      unknown (%s)\n", r.OperatorError)
 	case len(r.Operators) == 0:
-		fmt.Fprintln(w, "operator      none found (no Deployment labelled app.kubernetes.io/name=etcd-operator)")
+		_, _ = fmt.Fprintln(w, "operator      none found (no Deployment labelled app.kubernetes.io/name=etcd-operator)")
 	}
 	for _, o := range r.Operators {
-		fmt.Fprintf(w, "operator      %s/%s %v\n", o.Namespace, o.Name, o.Images)
+		_, _ = fmt.Fprintf(w, "operator      %s/%s %v\n", o.Namespace, o.Name, o.Images)
 	}
 	return nil
 }

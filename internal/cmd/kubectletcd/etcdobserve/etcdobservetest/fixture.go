@@ -95,8 +95,8 @@ func (f *Fixture) SetPodReady(name string, ready bool) {
 }
 
 // Env builds the test's Deps over the fixture.
-func (f *Fixture) Env(t testing.TB) *invocationtest.Env {
-	t.Helper()
+func (f *Fixture) Env(tb testing.TB) *invocationtest.Env {
+	tb.Helper()
 	objs := []client.Object{f.Cluster}
 	for _, m := range f.Members {
 		objs = append(objs, m)
@@ -105,7 +105,7 @@ func (f *Fixture) Env(t testing.TB) *invocationtest.Env {
 		objs = append(objs, p)
 	}
 	objs = append(objs, f.Extra...)
-	e := invocationtest.New(t, Namespace, objs...)
+	e := invocationtest.New(tb, Namespace, objs...)
 	e.Etcd.Members = f.EtcdMembers
 	e.Etcd.Alarms = f.Alarms
 	e.Etcd.Statuses = map[string]etcdclient.Status{}

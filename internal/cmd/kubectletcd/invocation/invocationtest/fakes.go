@@ -41,11 +41,11 @@ type Env struct {
 }
 
 // New returns Deps over objs in namespace ns, with default global flags.
-func New(t testing.TB, ns string, objs ...client.Object) *Env {
-	t.Helper()
+func New(tb testing.TB, ns string, objs ...client.Object) *Env {
+	tb.Helper()
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), etcdv1alpha2.AddToScheme(scheme)); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&etcdv1alpha2.EtcdCluster{}, &etcdv1alpha2.EtcdMember{}, &etcdv1alpha2.EtcdSnapshot{}).Build()
@@ -72,8 +72,10 @@ type Prompter struct {
 	Asked []string
 }
 
+// Interactive reports whether the test pretends stdin is a terminal.
 func (p *Prompter) Interactive() bool { return p.Terminal }
 
+// Confirm records q and answers Answer.
 func (p *Prompter) Confirm(q string) (bool, error) {
 	p.Asked = append(p.Asked, q)
 	return p.Answer, nil
@@ -100,6 +102,7 @@ type Etcd struct {
 // Endpoint is the endpoint Dial gives the Pod named pod.
 func Endpoint(pod string) string { return "fake://" + pod }
 
+// Dial opens a session whose endpoints are Endpoint(pod) for each Pod.
 func (f *Etcd) Dial(_ context.Context, _ *etcdv1alpha2.EtcdCluster, pods []corev1.Pod) (*invocation.EtcdSession, error) {
 	if f.DialErr != nil {
 		return nil, f.DialErr
@@ -119,10 +122,12 @@ func (f *Etcd) record(format string, args ...any) error {
 	return f.Errs[strings.Fields(call)[0]]
 }
 
+// MemberList answers Members.
 func (f *Etcd) MemberList(context.Context) ([]etcdclient.Member, error) {
 	return f.Members, f.record("MemberList")
 }
 
+// Status answers Statuses[ep], or StatusErr for an endpoint without one.
 func (f *Etcd) Status(_ context.Context, ep string) (etcdclient.Status, error) {
 	if err := f.record("Status %s", ep); err != nil {
 		return etcdclient.Status{}, err
@@ -134,26 +139,32 @@ func (f *Etcd) Status(_ context.Context, ep string) (etcdclient.Status, error) {
 	return s, nil
 }
 
+// AlarmList answers Alarms.
 func (f *Etcd) AlarmList(context.Context) ([]etcdclient.Alarm, error) {
 	return f.Alarms, f.record("AlarmList")
 }
 
+// AlarmDisarm records the call and answers the alarm disarmed.
 func (f *Etcd) AlarmDisarm(_ context.Context, a etcdclient.Alarm) ([]etcdclient.Alarm, error) {
 	return []etcdclient.Alarm{a}, f.record("AlarmDisarm %s %s", etcdclient.FormatID(a.MemberID), a.Type)
 }
 
+// MoveLeader records the call.
 func (f *Etcd) MoveLeader(_ context.Context, to uint64) error {
 	return f.record("MoveLeader %s", etcdclient.FormatID(to))
 }
 
+// Compact records the call.
 func (f *Etcd) Compact(_ context.Context, rev int64, physical bool) error {
 	return f.record("Compact %d physical=%t", rev, physical)
 }
 
+// Defragment records the call.
 func (f *Etcd) Defragment(_ context.Context, ep string) error {
 	return f.record("Defragment %s", ep)
 }
 
+// Snapshot streams SnapshotData.
 func (f *Etcd) Snapshot(_ context.Context, ep string) (io.ReadCloser, error) {
 	if err := f.record("Snapshot %s", ep); err != nil {
 		return nil, err
@@ -161,4 +172,5 @@ func (f *Etcd) Snapshot(_ context.Context, ep string) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(f.SnapshotData)), nil
 }
 
+// Close does nothing.
 func (f *Etcd) Close() error { return nil }

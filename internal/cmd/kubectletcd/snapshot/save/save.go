@@ -105,7 +105,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 	c := obs.State.Cluster
 	r := Report{Schema: printer.Schema, Kind: "SnapshotSave", Cluster: c.Namespace + "/" + c.Name, Member: m.Name,
 		MemberID: etcdclient.FormatID(m.ID), Revision: m.Status.Revision, File: o.File, ChecksumFile: o.File + ".sha256"}
-	fmt.Fprintf(d.ErrOut, "Streaming a snapshot of %s from %s at revision %d into %s ...\n", r.Cluster, m.Name, r.Revision, o.File)
+	_, _ = fmt.Fprintf(d.ErrOut, "Streaming a snapshot of %s from %s at revision %d into %s ...\n", r.Cluster, m.Name, r.Revision, o.File)
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	stream, err := sess.Snapshot(ctx, m.Endpoint)
@@ -175,10 +175,10 @@ func Pick(obs *etcdobserve.Observation, member string) (*etcdobserve.Member, err
 
 // Text renders the report for a person.
 func (r Report) Text(w io.Writer) error {
-	fmt.Fprintf(w, "Saved a snapshot of %s from %s (%s) at revision %d\n", r.Cluster, r.Member, r.MemberID, r.Revision)
-	fmt.Fprintf(w, "  file    %s\n", r.File)
-	fmt.Fprintf(w, "  size    %s (%d bytes)\n", humanBytes(r.Size), r.Size)
-	fmt.Fprintf(w, "  sha256  %s  (in %s)\n", r.SHA256, r.ChecksumFile)
+	_, _ = fmt.Fprintf(w, "Saved a snapshot of %s from %s (%s) at revision %d\n", r.Cluster, r.Member, r.MemberID, r.Revision)
+	_, _ = fmt.Fprintf(w, "  file    %s\n", r.File)
+	_, _ = fmt.Fprintf(w, "  size    %s (%d bytes)\n", humanBytes(r.Size), r.Size)
+	_, _ = fmt.Fprintf(w, "  sha256  %s  (in %s)\n", r.SHA256, r.ChecksumFile)
 	return nil
 }
 
