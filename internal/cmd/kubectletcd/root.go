@@ -19,6 +19,9 @@ import (
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/pause"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/recovery"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/removemember"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/replacemember"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/resume"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/retry"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/tunnel"
@@ -86,7 +89,7 @@ membership changes go through the operator, which runs its quorum checks.`,
 			root.AddCommand(c)
 		}
 	}
-	add(groupRepair, retry.NewCmd(deps))
+	add(groupRepair, recovery.NewCmd(deps), replacemember.NewCmd(deps), removemember.NewCmd(deps), retry.NewCmd(deps))
 	add(groupMaintain, pause.NewCmd(deps), resume.NewCmd(deps))
 	add(groupPlugin, version.NewCmd(deps))
 	return root
