@@ -59,7 +59,7 @@ the members a recovery gives up, and what can be lost; with --apply it writes th
 The operator then stops the other members, restarts the candidate's etcd once with
 --force-new-cluster (it keeps its member ID and data), removes the others and grows back to
 spec.replicas. It refuses while the cluster has its quorum and while a recovery runs.`,
-		Example: `  kubectl etcd recover demo                                   # show the candidate and what is lost
+		Example: `  kubectl etcd recover demo                                      # show the candidate and what is lost
   kubectl etcd recover demo --member demo-x7k2p --apply --wait   # approve it and follow the recovery`,
 		Args: invocation.ExactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -190,7 +190,11 @@ func expect(p *mutation.Plan, s *clusterread.State, note membership.RecoveryNote
 	if len(note.Silent) > 0 {
 		silent = strings.Join(note.Silent, ", ")
 	}
-	p.Expect(fmt.Sprintf("lost: writes acknowledged by the cluster that only %s had received; %s keeps everything it applied", silent, note.Candidate))
+	kept := "everything it applied"
+	if _, _, applied, err := membership.ParseApprovalValue(note.Approval); err == nil {
+		kept += fmt.Sprintf(", up to index %d", applied)
+	}
+	p.Expect(fmt.Sprintf("lost: writes acknowledged by the cluster that only %s had received; %s keeps %s", silent, note.Candidate, kept))
 }
 
 // apply writes the annotation with an optimistic lock: a cluster changed since the plan was

@@ -194,6 +194,6 @@ func removed(s *clusterread.State, member string, replicas int32) (bool, string,
 		}
 		return false, member + " is still a member; " + progress, nil
 	}
-	done := cond.Status == "True" && c.Status.ReadyMembers >= replicas && int32(len(s.Members)) == replicas
+	done := cond.Status == "True" && c.Status.ReadyMembers >= replicas && len(s.Members) == int(replicas)
 	return done, member + " is gone; " + progress, nil
 }

@@ -176,6 +176,6 @@ func replaced(s *clusterread.State, member string, before []string) (bool, strin
 	if len(fresh) == 0 {
 		return false, member + " is gone; waiting for its successor; " + progress, nil
 	}
-	done := cond.Status == "True" && c.Status.ReadyMembers >= replicas && int32(len(s.Members)) == replicas
+	done := cond.Status == "True" && c.Status.ReadyMembers >= replicas && len(s.Members) == int(replicas)
 	return done, fmt.Sprintf("%s is gone, replaced by %s; %s", member, fresh[0], progress), nil
 }

@@ -55,7 +55,6 @@ func Member(name string, id uint64) *etcdv1alpha2.EtcdMember {
 	return &etcdv1alpha2.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: Namespace, Name: name, Labels: map[string]string{etcdv1alpha2.LabelCluster: ClusterName},
-			CreationTimestamp: metav1.NewTime(invocationtest.Now.Add(-time.Duration(id) * time.Hour)),
 		},
 		Spec: etcdv1alpha2.EtcdMemberSpec{ClusterName: ClusterName, Version: "3.6.16", InitialCluster: name + "=http://" + name, ClusterToken: "t"},
 		Status: etcdv1alpha2.EtcdMemberStatus{

@@ -2,7 +2,6 @@ package invocationtest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,20 +21,20 @@ type Writes struct {
 
 // RecordWrites wraps e's Kubernetes client so that its writes are recorded; they still reach
 // the fake client.
-func (e *Env) RecordWrites(t testing.TB) *Writes {
-	t.Helper()
+func (e *Env) RecordWrites(tb testing.TB) *Writes {
+	tb.Helper()
 	inner, ok := e.Deps.Kube.(client.WithWatch)
 	if !ok {
-		t.Fatalf("the fake client %T is not a client.WithWatch", e.Deps.Kube)
+		tb.Fatalf("the fake client %T is not a client.WithWatch", e.Deps.Kube)
 	}
 	w := &Writes{}
 	e.Deps.Kube = interceptor.NewClient(inner, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			w.add(t, "patch", obj, patch)
+			w.add(tb, "patch", obj, patch)
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add(t, "patch-"+sub, obj, patch)
+			w.add(tb, "patch-"+sub, obj, patch)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -54,10 +53,10 @@ func (e *Env) RecordWrites(t testing.TB) *Writes {
 	return w
 }
 
-func (w *Writes) add(t testing.TB, verb string, obj client.Object, patch client.Patch) {
+func (w *Writes) add(tb testing.TB, verb string, obj client.Object, patch client.Patch) {
 	body, err := patch.Data(obj)
 	if err != nil {
-		t.Fatalf("rendering a %s patch: %v", patch.Type(), err)
+		tb.Fatalf("rendering a %s patch: %v", patch.Type(), err)
 	}
 	w.Lines = append(w.Lines, fmt.Sprintf("%s %s %s/%s %s", verb, kind(obj), obj.GetNamespace(), obj.GetName(), body))
 }
@@ -71,46 +70,36 @@ func kind(obj client.Object) string {
 
 // GoldenFile compares got with testdata/name, or writes got there when update is true (each
 // test package declares its own -update flag and passes it in).
-func GoldenFile(t testing.TB, name string, got []byte, update bool) {
-	t.Helper()
+func GoldenFile(tb testing.TB, name string, got []byte, update bool) {
+	tb.Helper()
 	path := filepath.Join("testdata", name)
 	if update {
 		if err := os.MkdirAll("testdata", 0o750); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
+	want, err := os.ReadFile(path) //nolint:gosec // the path is testdata/<name> in the calling test's own package
 	if err != nil {
-		t.Fatalf("reading the golden file (run go test with -update to write it): %v", err)
+		tb.Fatalf("reading the golden file (run go test with -update to write it): %v", err)
 	}
 	if string(want) != string(got) {
-		t.Errorf("%s differs from the output (run go test with -update to rewrite it)\n--- want\n%s\n--- got\n%s", path, want, got)
+		tb.Errorf("%s differs from the output (run go test with -update to rewrite it)\n--- want\n%s\n--- got\n%s", path, want, got)
 	}
-}
-
-// JSON decodes b, failing the test when it is not JSON.
-func JSON(t testing.TB, b []byte) map[string]any {
-	t.Helper()
-	var v map[string]any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, b)
-	}
-	return v
 }
 
 // Step plays one move of the operator for a command that follows with --wait: it waits until
 // the command sleeps on the fake clock, runs change, and moves the clock a minute on, past
 // --wait's poll interval, so that the command looks again.
-func Step(t testing.TB, e *Env, change func()) {
-	t.Helper()
+func Step(tb testing.TB, e *Env, change func()) {
+	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !e.Clock.HasWaiters() {
 		if time.Now().After(deadline) {
-			t.Fatal("the command never waited for the clock")
+			tb.Fatal("the command never waited for the clock")
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -120,13 +109,13 @@ func Step(t testing.TB, e *Env, change func()) {
 
 // Wait returns what the command running in the background sent on done, failing the test if
 // it does not finish within 10 seconds.
-func Wait(t testing.TB, done <-chan error) error {
-	t.Helper()
+func Wait(tb testing.TB, done <-chan error) error {
+	tb.Helper()
 	select {
 	case err := <-done:
 		return err
 	case <-time.After(10 * time.Second):
-		t.Fatal("the command did not finish")
+		tb.Fatal("the command did not finish")
 		return nil
 	}
 }
