@@ -92,7 +92,7 @@ func (p *Plan) Text(w io.Writer) error {
 		fmt.Fprintf(w, "  check %s %s: %s\n", verdict, c.Rule, c.Message)
 	}
 	for _, t := range p.Then {
-		fmt.Fprintf(w, "  then   %s\n", t)
+		_, _ = fmt.Fprintf(w, "  then   %s\n", t)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := apply(ctx, d.Kube, s.Cluster, value); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.ErrOut, "Approved the recovery of %s: %s=%s.\n", p.Cluster, etcdv1alpha2.AnnotationApproveRecovery, value)
+		_, _ = fmt.Fprintf(d.ErrOut, "Approved the recovery of %s: %s=%s.\n", p.Cluster, etcdv1alpha2.AnnotationApproveRecovery, value)
 		if !d.Globals.Wait {
 			return nil
 		}

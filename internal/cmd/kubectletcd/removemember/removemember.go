@@ -75,7 +75,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := apply(ctx, d.Kube, s.Cluster, m, replicas); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.ErrOut, "Asked the operator to remove %s: %s is annotated %s and spec.replicas is %d.\n",
+		_, _ = fmt.Fprintf(d.ErrOut, "Asked the operator to remove %s: %s is annotated %s and spec.replicas is %d.\n",
 			o.Member, o.Member, etcdv1alpha2.AnnotationRemoveFirst, replicas)
 		if !d.Globals.Wait {
 			return nil

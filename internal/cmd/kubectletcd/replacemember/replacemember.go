@@ -76,7 +76,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := apply(ctx, d.Kube, m, o.Reason); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.ErrOut, "Asked the operator to replace %s (%s=%q).\n", o.Member, etcdv1alpha2.AnnotationReplace, o.Reason)
+		_, _ = fmt.Fprintf(d.ErrOut, "Asked the operator to replace %s (%s=%q).\n", o.Member, etcdv1alpha2.AnnotationReplace, o.Reason)
 		if !d.Globals.Wait {
 			return nil
 		}

@@ -54,6 +54,7 @@ func (e *Env) RecordWrites(tb testing.TB) *Writes {
 }
 
 func (w *Writes) add(tb testing.TB, verb string, obj client.Object, patch client.Patch) {
+	tb.Helper()
 	body, err := patch.Data(obj)
 	if err != nil {
 		tb.Fatalf("rendering a %s patch: %v", patch.Type(), err)

@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		if err := d.Kube.Create(ctx, snap); err != nil {
 			return fmt.Errorf("creating EtcdSnapshot %s/%s: %w", snap.Namespace, snap.Name, err)
 		}
-		fmt.Fprintf(d.ErrOut, "Created EtcdSnapshot %s/%s.\n", snap.Namespace, snap.Name)
+		_, _ = fmt.Fprintf(d.ErrOut, "Created EtcdSnapshot %s/%s.\n", snap.Namespace, snap.Name)
 		if !d.Globals.Wait {
 			return nil
 		}
