@@ -224,8 +224,7 @@ func recoverQuorum(s *Scope) (Action, bool) {
 }
 
 func approvalRefusal(got string, v RecoveryView) string {
-	return fmt.Sprintf("the %s value %q does not match the current candidate: recovery from %s would need %q",
-		etcdv1alpha2.AnnotationApproveRecovery, got, v.Candidate.Name, v.Approval)
+	return approvalRefusalText(got, v.Candidate.Name, v.Approval)
 }
 
 func startRecovery(s *Scope, v RecoveryView, mode string) Action {
@@ -352,6 +351,5 @@ func recoveryNote(s *Scope) string {
 		return fmt.Sprintf("; waiting for %s to return; nothing is replaced without a quorum (if they cannot return, a recovery candidate is named after %s)",
 			joinNames(v.Silent), GuardedRecoveryDelay)
 	}
-	return fmt.Sprintf("; waiting for %s to return; if they cannot, approve recovery from %s (the most up-to-date log; writes only they hold are lost) by annotating the EtcdCluster %s=%s",
-		joinNames(v.Silent), v.Candidate.Name, etcdv1alpha2.AnnotationApproveRecovery, v.Approval)
+	return "; " + approvalNote(v.Silent, v.Candidate.Name, v.Approval)
 }

@@ -24,9 +24,13 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/members"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/moveleader"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/pause"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/recovery"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/removemember"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/replacemember"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/resume"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/retry"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/snapshot"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/snapshot/create"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/snapshot/save"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/status"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/tunnel"
@@ -95,8 +99,8 @@ membership changes go through the operator, which runs its quorum checks.`,
 		}
 	}
 	add(groupLook, status.NewCmd(deps), members.NewCmd(deps), alarm.NewCmd(deps))
-	add(groupRepair, retry.NewCmd(deps))
-	add(groupMaintain, snapshot.NewCmd(save.NewCmd(deps)), defrag.NewCmd(deps), compact.NewCmd(deps), moveleader.NewCmd(deps))
+	add(groupRepair, recovery.NewCmd(deps), replacemember.NewCmd(deps), removemember.NewCmd(deps), retry.NewCmd(deps))
+	add(groupMaintain, snapshot.NewCmd(save.NewCmd(deps), create.NewCmd(deps)), defrag.NewCmd(deps), compact.NewCmd(deps), moveleader.NewCmd(deps))
 	add(groupMaintain, pause.NewCmd(deps), resume.NewCmd(deps))
 	add(groupPlugin, version.NewCmd(deps))
 	return root

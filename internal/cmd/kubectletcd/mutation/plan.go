@@ -23,6 +23,9 @@ type Plan struct {
 	Steps   []Step `json:"steps"`
 	// Checks are the safety rules evaluated; a failed one refuses the whole plan.
 	Checks []Check `json:"checks"`
+	// Then says what the operator does once the steps are applied, for commands whose writes
+	// only ask it to act (docs/lifecycle.md).
+	Then []string `json:"then,omitempty"`
 }
 
 // Step is one write.
@@ -57,6 +60,11 @@ func (p *Plan) Check(rule string, passed bool, message string) {
 	p.Checks = append(p.Checks, Check{Rule: rule, Passed: passed, Message: message})
 }
 
+// Expect records what the operator does after the steps.
+func (p *Plan) Expect(what string) {
+	p.Then = append(p.Then, what)
+}
+
 // Refusal is the first failed check, if any.
 func (p *Plan) Refusal() (Check, bool) {
 	for _, c := range p.Checks {
@@ -82,6 +90,9 @@ func (p *Plan) Text(w io.Writer) error {
 			verdict = "REFUSED"
 		}
 		_, _ = fmt.Fprintf(w, "  check %s %s: %s\n", verdict, c.Rule, c.Message)
+	}
+	for _, t := range p.Then {
+		_, _ = fmt.Fprintf(w, "  then   %s\n", t)
 	}
 	return nil
 }
