@@ -26,10 +26,10 @@ func main() {
 	}
 	b, err := Generate(o, flag.Args())
 	if err == nil {
-		err = os.MkdirAll(filepath.Dir(*out), 0o750)
+		err = os.MkdirAll(filepath.Dir(*out), 0o755)
 	}
 	if err == nil {
-		err = os.WriteFile(*out, b, 0o600)
+		err = os.WriteFile(*out, b, 0o644)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hack/krewmanifest:", err)

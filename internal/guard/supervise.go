@@ -47,10 +47,6 @@ type Config struct {
 	ForcePollInterval time.Duration
 }
 
-// forwarded are the signals the guard passes on to etcd: the kubelet stops a container with
-// SIGTERM, and etcd hands its leadership over before it exits.
-var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
-
 // Supervise runs etcd if Check allows it and returns the exit code the container should end
 // with: 1 for a refusal, etcd's own code otherwise (128+n when a signal n killed it).
 //
