@@ -103,6 +103,7 @@ membership changes go through the operator, which runs its quorum checks.`,
 	add(groupMaintain, snapshot.NewCmd(save.NewCmd(deps), create.NewCmd(deps)), defrag.NewCmd(deps), compact.NewCmd(deps), moveleader.NewCmd(deps))
 	add(groupMaintain, pause.NewCmd(deps), resume.NewCmd(deps))
 	add(groupPlugin, version.NewCmd(deps))
+	completeClusterNames(root, deps)
 	return root
 }
 
