@@ -15,7 +15,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -187,7 +186,7 @@ func TestKubectlEtcdMembershipThroughTheOperator(t *testing.T) {
 	if err := signals.SignalContainer(f.Ctx, f.Namespace, frozen, desired.ContainerName, "SIGSTOP"); err != nil {
 		t.Fatal(err)
 	}
-	waitMemberUnhealthy(f, frozen)
+	waitPodNotReady(f, frozen)
 	r := runPlugin(f, k, 3, "remove-member", name, victim, "--apply", "--yes")
 	if !strings.Contains(r.Stderr, "quorum") {
 		t.Errorf("the refusal does not name the quorum rule:\n%s", r)
@@ -221,20 +220,23 @@ func TestKubectlEtcdMembershipThroughTheOperator(t *testing.T) {
 	}
 }
 
-// waitMemberUnhealthy waits until the operator reports member's Healthy condition False.
-func waitMemberUnhealthy(f *framework.Test, member string) {
+// waitPodNotReady waits until member's Pod is not Ready: a frozen etcd fails its readiness
+// probe, and the operator's quorum view (which the plugin imports) counts a voter whose Pod is not
+// Ready as unhealthy. The member's Healthy condition stays True meanwhile ("not Ready yet"), so
+// it is not what to wait for.
+func waitPodNotReady(f *framework.Test, member string) {
 	f.T.Helper()
-	if err := f.Poll(member+" unhealthy", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
-		m := &etcdv1alpha2.EtcdMember{}
-		if err := kc(f).Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: member}, m); err != nil {
+	if err := f.Poll(member+" Pod not Ready", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		p := &corev1.Pod{}
+		if err := kc(f).Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: member}, p); err != nil {
 			return false, err.Error(), nil
 		}
-		for _, c := range m.Status.Conditions {
-			if c.Type == etcdv1alpha2.ConditionHealthy {
-				return c.Status == metav1.ConditionFalse, c.Reason, nil
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionFalse, string(c.Status), nil
 			}
 		}
-		return false, "no Healthy condition", nil
+		return false, "no Ready condition", nil
 	}); err != nil {
 		f.T.Fatal(err)
 	}
@@ -258,6 +260,7 @@ func TestKubectlEtcdOnSecureAndMemoryClusters(t *testing.T) {
 	mem := newCluster(f, memory, 3)
 	mem.Spec.Storage.Medium = etcdv1alpha2.StorageMediumMemory
 	createCluster(f, mem)
+	registerManagedAccess(f, secure)
 	waitConverged(f, secure, 3, bootstrapTimeout)
 	waitAuthLatched(f, secure)
 	k := f.KubectlEtcd()
