@@ -42,6 +42,7 @@ func TestPVCMemberKeyspaceDiverged(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t)
 	dataDirs := f.RequireDataDirFaults()
+	signals := f.RequireContainerSignals()
 	requireOperator(f)
 	const name = "diverged"
 	r := startHeal(f, newCluster(f, name, 3))
@@ -57,10 +58,13 @@ func TestPVCMemberKeyspaceDiverged(t *testing.T) {
 	// victim itself serves a rewritten value. bbolt copies pages on write, so the bytes found may
 	// be a stale copy on a free page while the live page still holds the written value: an e2e-full
 	// run rewrote only such copies, the comparison rightly found every voter equal, and nothing
-	// was replaced.
+	// was replaced. Each rewrite runs with the victim frozen: between reading the file and
+	// writing to it, a running etcd may reuse a free page that held a stale copy for a branch or
+	// another leaf, and the write then damaged that page; etcd panicked on it and the member
+	// crash-looped instead of diverging (an e2e-full run, docs/e2e-lifecycle.md).
 	victimEtcd := memberClient(f, victim)
 	err := f.Poll("the canary values rewritten in "+victim+"'s bbolt file and served by it", time.Minute, func(ctx context.Context) (bool, string, error) {
-		n, err := dataDirs.RewriteDataDir(ctx, f.Namespace, victim, desired.DataMountPath, []byte(hashCanary), []byte(hashCanaryDiverged))
+		n, err := rewriteFrozen(ctx, f, signals, dataDirs, victim)
 		if err != nil || n == 0 {
 			return false, fmt.Sprintf("%d occurrences rewritten", n), err
 		}
@@ -91,6 +95,21 @@ func TestPVCMemberKeyspaceDiverged(t *testing.T) {
 	requireHashEvent(f, victim)
 	r.finishReplaced(f, "PVC member's keyspace diverged and the member replaced", victim)
 	requireCanaries(f, name)
+}
+
+// rewriteFrozen rewrites the canary values in member's bbolt file while its container is
+// stopped, so that etcd writes no page between the read and the write, and resumes it.
+func rewriteFrozen(ctx context.Context, f *framework.Test, signals framework.ContainerSignals, dataDirs framework.DataDirFaults, member string) (int, error) {
+	if err := signals.SignalContainer(ctx, f.Namespace, member, desired.ContainerName, "SIGSTOP"); err != nil {
+		return 0, err
+	}
+	n, err := dataDirs.RewriteDataDir(ctx, f.Namespace, member, desired.DataMountPath, []byte(hashCanary), []byte(hashCanaryDiverged))
+	// Resume with a context of its own: a member left stopped would fail the scenario for a
+	// reason it does not test.
+	if cerr := signals.SignalContainer(context.WithoutCancel(ctx), f.Namespace, member, desired.ContainerName, "SIGCONT"); err == nil {
+		err = cerr
+	}
+	return n, err
 }
 
 func canaryKey(i int) string { return fmt.Sprintf("hash-canary/%02d", i) }
