@@ -56,6 +56,10 @@ type binarySet struct {
 	// generated tools module (certmanager.go); srcDigest, a digest of its files, enters the
 	// recipe so that a change to it rebuilds.
 	srcDir, srcDigest string
+	// files are source files written into the generated tools module (path relative to it →
+	// content), for a main of our own such as CoreDNS's (coredns.go); their digest enters the
+	// recipe.
+	files map[string]string
 }
 
 func (b *Builder) kubernetesSet() binarySet {
@@ -98,17 +102,6 @@ func (b *Builder) etcdSet(release string) binarySet {
 		packages: map[string]string{"etcd": server.Path, "etcdctl": ctl.Path, "etcdutl": utl.Path},
 		goMod: func(context.Context) ([]byte, error) {
 			return plainToolsGoMod(toolsGoVersion, server, ctl, utl), nil
-		},
-	}
-}
-
-func (b *Builder) coreDNSSet() binarySet {
-	m := Module{Path: "github.com/coredns/coredns", Version: "v" + b.versions.CoreDNS}
-	return binarySet{
-		name:     "coredns-v" + b.versions.CoreDNS,
-		packages: map[string]string{"coredns": m.Path},
-		goMod: func(context.Context) ([]byte, error) {
-			return plainToolsGoMod(toolsGoVersion, m), nil
 		},
 	}
 }
@@ -197,6 +190,9 @@ func (b *Builder) ensure(ctx context.Context, set binarySet, want []string) (str
 		if set.srcDigest != "" {
 			r += "source=" + set.srcDigest + "\n"
 		}
+		if len(set.files) > 0 {
+			r += "files=" + filesDigest(set.files) + "\n"
+		}
 		return r
 	}
 	missing := func() []string {
@@ -278,6 +274,15 @@ func (b *Builder) build(ctx context.Context, set binarySet, binDir string, binar
 func (b *Builder) writeToolsModule(ctx context.Context, set binarySet, modDir string) error {
 	if err := os.MkdirAll(modDir, 0o755); err != nil {
 		return fmt.Errorf("creating tools module folder: %w", err)
+	}
+	for rel, content := range set.files {
+		dst := filepath.Join(modDir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("creating tools module folder: %w", err)
+		}
+		if err := writeFileAtomic(dst, []byte(content), 0o644); err != nil {
+			return err
+		}
 	}
 	goMod, err := set.goMod(ctx)
 	if err != nil {

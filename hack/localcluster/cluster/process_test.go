@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
 
 func TestRecipeFollowsFlagsEnvironmentAndConfigFiles(t *testing.T) {
@@ -227,5 +229,25 @@ func TestRotateCoreDNSLog(t *testing.T) {
 	}
 	if st, err := os.Stat(path + ".1"); err != nil || st.Size() != CoreDNSLogMaxBytes {
 		t.Errorf("the full log is not coredns.log.1: %v", err)
+	}
+}
+
+// TestCorefileNamesOnlyLinkedPlugins guards the trimmed CoreDNS build: a directive the binary
+// does not link stops CoreDNS at start ("unknown directive"), which would surface only as a
+// cluster whose DNS never answers.
+func TestCorefileNamesOnlyLinkedPlugins(t *testing.T) {
+	t.Parallel()
+	c := &Cluster{layout: layout{root: "/cache/localcluster"}}
+	for line := range strings.SplitSeq(c.corefile(), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] == "}" || strings.HasSuffix(line, "{") && !strings.HasPrefix(line, " ") {
+			continue // a blank line, a block's end, or a server block's zones
+		}
+		if !strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "        ") {
+			continue // only a server block's own directives, not a plugin's options
+		}
+		if !slices.Contains(pinned.CoreDNSPlugins, fields[0]) {
+			t.Errorf("the Corefile uses plugin %q, which the CoreDNS build does not link; add it to pinned.CoreDNSPlugins", fields[0])
+		}
 	}
 }
