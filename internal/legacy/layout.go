@@ -80,7 +80,7 @@ func ClusterToken(cluster, namespace string) string { return cluster + "-" + nam
 const (
 	EnvInitialClusterState = "ETCD_INITIAL_CLUSTER_STATE"
 	EnvInitialCluster      = "ETCD_INITIAL_CLUSTER"
-	EnvInitialClusterToken = "ETCD_INITIAL_CLUSTER_TOKEN"
+	EnvInitialClusterToken = "ETCD_INITIAL_CLUSTER_TOKEN" //nolint:gosec // G101: an environment variable name; the token is a public cluster name
 )
 
 // Container layout of a legacy member.
