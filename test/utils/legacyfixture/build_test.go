@@ -178,7 +178,7 @@ func TestServicesConfigMapAndPDB(t *testing.T) {
 	if cs.Name != "etcd" || cs.Spec.Type != corev1.ServiceTypeClusterIP || len(cs.Spec.Ports) != 1 || cs.Spec.Ports[0].Name != "client" || cs.Spec.Ports[0].Port != 2379 {
 		t.Errorf("client service = %s %s %+v", cs.Name, cs.Spec.Type, cs.Spec.Ports)
 	}
-	wantCM := map[string]string{
+	wantCM := map[string]string{ //nolint:gosec // G101: the legacy cluster token is a public name, not a credential
 		"ETCD_INITIAL_CLUSTER_STATE": "existing",
 		"ETCD_INITIAL_CLUSTER_TOKEN": "etcd-tenant-a",
 		"ETCD_INITIAL_CLUSTER": "etcd-0=https://etcd-0.etcd-headless.tenant-a.svc:2380,etcd-1=https://etcd-1.etcd-headless.tenant-a.svc:2380," +
