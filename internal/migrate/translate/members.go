@@ -138,7 +138,7 @@ func (t *translator) checkCount(n int) {
 		t.refuse(RefusalTooManyMembers, "spec.replicas", fmt.Sprintf("the cluster has %d members; this operator runs at most %d", n, maxMembers),
 			"scale the legacy cluster to 7 or fewer members, then re-run")
 	}
-	t.spec.Replicas = ptr.To(int32(min(n, maxMembers)))
+	t.spec.Replicas = ptr.To(int32(min(n, maxMembers))) //nolint:gosec // G115: min bounds it by maxMembers, 7
 	if want := t.in.Cluster.Replicas(); int(want) != n {
 		t.warn(WarnReplicasDiffer, "spec.replicas",
 			fmt.Sprintf("the legacy spec asks for %d members but %d run; spec.replicas is %d, the members that run", want, n, n),

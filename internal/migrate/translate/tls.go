@@ -106,6 +106,7 @@ func (t *translator) clientTLS(tls legacy.TLSSpec) *etcdv1alpha2.ClientTLS {
 		t.out.Security.ClientTLS = "mtls"
 	}
 	name := t.useOrCombine(server, sources, bundle, "server", "client API certificate with the CA bundle etcd and the operator trust")
+	t.out.CADigests.Client = desired.CADigest(bundle)
 	out.ServerSecretRef = &corev1.LocalObjectReference{Name: name}
 	return out
 }
@@ -140,6 +141,7 @@ func (t *translator) peerTLS(tls legacy.TLSSpec) *etcdv1alpha2.PeerTLS {
 	t.out.Security.PeerTLS = "mtls"
 	t.checkSANs("Secret "+peer.Name, peer, "peer")
 	name := t.useOrCombine(peer, []string{ca.Name + "/" + keyCA}, ca.CA, "peer", "peer certificate with the peer CA")
+	t.out.CADigests.Peer = desired.CADigest(ca.CA)
 	return &etcdv1alpha2.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: name}}
 }
 

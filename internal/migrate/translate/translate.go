@@ -29,6 +29,9 @@ type Result struct {
 	ClientService string `json:"clientService"`
 	// DataDirSubPath is the data directory below the volume root (data-dir-subpath).
 	DataDirSubPath string `json:"dataDirSubPath"`
+	// CADigests are the digests of the ca.crt the members' TLS Secrets hold (generated or
+	// reused), as the template hash takes them.
+	CADigests desired.CADigests `json:"-"`
 	// Security summarises what the adoption means for transport security and auth.
 	Security Security `json:"security"`
 	// Warnings and Refusals, sorted by code and field. Any refusal leaves the cluster alone.
