@@ -37,25 +37,15 @@ func TestWarnings(t *testing.T) {
 		"fewer members run than the spec asks for": {
 			mutate: func(in *translate.Input) { in.Cluster.Spec.Replicas = ptr.To(int32(5)) },
 			want:   []warning{{translate.WarnReplicasDiffer, "spec.replicas"}},
-			check: func(t testing.TB, r *translate.Result) {
-				t.Helper()
-				if *r.Cluster.Spec.Replicas != 3 {
-					t.Errorf("replicas %d, want the 3 that run", *r.Cluster.Spec.Replicas)
-				}
-			},
+			check:  checkRunningReplicas,
 		},
 		"another image repository": {cfg: translate.Config{ImageRepository: "registry.example.com/etcd"},
 			want: []warning{{translate.WarnImageRepository, "spec.podTemplate.spec.containers[etcd].image"}}},
 		"members report another version": {mutate: func(in *translate.Input) { in.Etcd.Version = "3.5.11" },
 			want: []warning{{translate.WarnVersionMismatch, "spec.version"}}},
 		"untyped options": {opts: legacyfixture.Options{Options: map[string]string{"enable-v2": "false", "debug": "", "snapshot-count": "50000"}},
-			want: []warning{{translate.WarnOptionDropped, "spec.options.debug"}, {translate.WarnOptionDropped, "spec.options.enable-v2"}},
-			check: func(t testing.TB, r *translate.Result) {
-				t.Helper()
-				if got := *r.Cluster.Spec.Options.SnapshotCount; got != 50000 {
-					t.Errorf("snapshotCount %d, want the option's 50000 (it comes after the implicit default)", got)
-				}
-			}},
+			want:  []warning{{translate.WarnOptionDropped, "spec.options.debug"}, {translate.WarnOptionDropped, "spec.options.enable-v2"}},
+			check: checkOptionOrder},
 		"pod template fields": {mutate: func(in *translate.Input) {
 			podTemplate(in, func(ps *corev1.PodSpec) {
 				ps.HostNetwork = true
@@ -79,17 +69,7 @@ func TestWarnings(t *testing.T) {
 			{translate.WarnPodTemplateDropped, "spec.podTemplate.spec.initContainers"},
 			{translate.WarnPodTemplateDropped, "spec.podTemplate.spec.securityContext.runAsUser"},
 			{translate.WarnPodTemplateDropped, "spec.podTemplate.spec.securityContext.sysctls"},
-		}, check: func(t testing.TB, r *translate.Result) {
-			t.Helper()
-			s := r.Cluster.Spec
-			if s.NodeSelector["disk"] != "ssd" || s.PriorityClassName != "high" || len(s.Tolerations) != 1 ||
-				s.Resources.Requests.Cpu().String() != "250m" || *s.PodSecurityContext.FSGroup != 2000 || s.PodSecurityContext.RunAsUser != nil {
-				t.Errorf("spec = %+v", s)
-			}
-			if diff := cmp.Diff(&etcdv1alpha2.AdditionalMetadata{Labels: map[string]string{"team": "storage"}}, s.AdditionalMetadata); diff != "" {
-				t.Errorf("additionalMetadata (-want +got):\n%s", diff)
-			}
-		}},
+		}, check: checkPodTemplate},
 		"a stricter legacy PDB": {mutate: func(in *translate.Input) {
 			in.Cluster.Spec.PodDisruptionBudgetTemplate = &legacy.EmbeddedPodDisruptionBudget{Spec: legacy.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
 		}, want: []warning{{translate.WarnPDBStricter, "spec.podDisruptionBudgetTemplate"}}},
@@ -115,14 +95,7 @@ func TestWarnings(t *testing.T) {
 			{translate.WarnServiceTemplateDropped, "spec.serviceTemplate.metadata.labels.expose"},
 			{translate.WarnServiceTemplateDropped, "spec.serviceTemplate.spec.loadBalancerSourceRanges"},
 			{translate.WarnUnauthenticatedExposed, "spec.serviceTemplate.spec.type"},
-		}, check: func(t testing.TB, r *translate.Result) {
-			t.Helper()
-			want := &etcdv1alpha2.ClientServiceSpec{Type: etcdv1alpha2.ClientServiceType("LoadBalancer"), AllowUnauthenticated: true,
-				Annotations: map[string]string{"lb.example.com/internal": "true"}}
-			if diff := cmp.Diff(want, r.Cluster.Spec.ClientService); diff != "" {
-				t.Errorf("clientService (-want +got):\n%s", diff)
-			}
-		}},
+		}, check: checkClientService},
 		"no quota flag on a small volume": {opts: legacyfixture.Options{StorageSize: resource.MustParse("1Gi")}, mutate: func(in *translate.Input) {
 			c := &in.StatefulSet.Spec.Template.Spec.Containers[0]
 			c.Args = c.Args[:len(c.Args)-1] // the implicit quota is the last flag
@@ -168,5 +141,40 @@ func TestExpandedVolumesSetTheSize(t *testing.T) {
 	r := translate.Translate(in)
 	if got := r.Cluster.Spec.Storage.Size.String(); got != "8Gi" {
 		t.Errorf("storage.size = %s, want the largest PVC's 8Gi", got)
+	}
+}
+
+func checkRunningReplicas(tb testing.TB, r *translate.Result) {
+	tb.Helper()
+	if *r.Cluster.Spec.Replicas != 3 {
+		tb.Errorf("replicas %d, want the 3 that run", *r.Cluster.Spec.Replicas)
+	}
+}
+
+func checkOptionOrder(tb testing.TB, r *translate.Result) {
+	tb.Helper()
+	if got := *r.Cluster.Spec.Options.SnapshotCount; got != 50000 {
+		tb.Errorf("snapshotCount %d, want the option's 50000 (it comes after the implicit default)", got)
+	}
+}
+
+func checkPodTemplate(tb testing.TB, r *translate.Result) {
+	tb.Helper()
+	s := r.Cluster.Spec
+	if s.NodeSelector["disk"] != "ssd" || s.PriorityClassName != "high" || len(s.Tolerations) != 1 ||
+		s.Resources.Requests.Cpu().String() != "250m" || *s.PodSecurityContext.FSGroup != 2000 || s.PodSecurityContext.RunAsUser != nil {
+		tb.Errorf("spec = %+v", s)
+	}
+	if diff := cmp.Diff(&etcdv1alpha2.AdditionalMetadata{Labels: map[string]string{"team": "storage"}}, s.AdditionalMetadata); diff != "" {
+		tb.Errorf("additionalMetadata (-want +got):\n%s", diff)
+	}
+}
+
+func checkClientService(tb testing.TB, r *translate.Result) {
+	tb.Helper()
+	want := &etcdv1alpha2.ClientServiceSpec{Type: etcdv1alpha2.ClientServiceType("LoadBalancer"), AllowUnauthenticated: true,
+		Annotations: map[string]string{"lb.example.com/internal": "true"}}
+	if diff := cmp.Diff(want, r.Cluster.Spec.ClientService); diff != "" {
+		tb.Errorf("clientService (-want +got):\n%s", diff)
 	}
 }
