@@ -130,7 +130,8 @@ func DefaultQuotaBackendBytes(size resource.Quantity) int64 {
 	return size.Value()/100*quotaPercent + size.Value()%100*quotaPercent/100
 }
 
-// Option keys of spec.options that this project's API types (docs/migration.md, "Options").
+// Option keys of spec.options that have a typed field in this project's API (docs/migration.md,
+// "Translation").
 const (
 	OptionQuotaBackendBytes       = "quota-backend-bytes"
 	OptionAutoCompactionMode      = "auto-compaction-mode"

@@ -15,7 +15,7 @@ const RootUser = "root"
 // translateAuth maps enableAuth onto spec.auth with root's credentials from --auth-secret or
 // a generated <c>-root-credentials. etcd-migrate turns auth off before its backup; the operator
 // sets root's password and turns it on again once it has taken over (docs/migration.md,
-// "Auth"), hence the auth window.
+// "Adoption steps"; docs/auth.md), hence the auth window.
 func (t *translator) translateAuth() {
 	c := t.in.Cluster
 	etcdAuth := t.in.Etcd != nil && t.in.Etcd.AuthEnabled

@@ -15,7 +15,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/legacy"
 )
 
-// statefulSet renders the legacy StatefulSet (tools layout, docs/migration.md "Legacy layout").
+// statefulSet renders the legacy StatefulSet (docs/migration.md, "Legacy layout").
 func statefulSet(o Options, c *legacy.EtcdCluster) *appsv1.StatefulSet {
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
