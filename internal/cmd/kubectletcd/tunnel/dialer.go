@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
+	"github.com/etcd-operator/etcd-operator/internal/portforward"
 )
 
 // clientPort is etcd's client port in member Pods (docs/api.md, "Ports").
@@ -53,7 +54,7 @@ func (d *Dialer) Dial(ctx context.Context, c *etcdv1alpha2.EtcdCluster, pods []c
 	}
 	stop := func() {
 		for _, f := range fwds {
-			f.close()
+			f.Close()
 		}
 	}
 	endpoints := map[string]string{}
@@ -62,7 +63,7 @@ func (d *Dialer) Dial(ctx context.Context, c *etcdv1alpha2.EtcdCluster, pods []c
 		scheme = "https"
 	}
 	for name, f := range fwds {
-		endpoints[name] = (&url.URL{Scheme: scheme, Host: "127.0.0.1:" + strconv.Itoa(f.localPort)}).String()
+		endpoints[name] = (&url.URL{Scheme: scheme, Host: "127.0.0.1:" + strconv.Itoa(f.LocalPort())}).String()
 	}
 	names := slices.Sorted(maps.Keys(endpoints))
 	urls := make([]string, 0, len(names))
@@ -87,11 +88,11 @@ func (d *Dialer) Dial(ctx context.Context, c *etcdv1alpha2.EtcdCluster, pods []c
 
 // forwardAll opens the forwards in parallel: each costs a round trip to the API server and a
 // stream upgrade, and status must answer within a second.
-func (d *Dialer) forwardAll(ctx context.Context, pods []corev1.Pod) (map[string]*forward, error) {
+func (d *Dialer) forwardAll(ctx context.Context, pods []corev1.Pod) (map[string]*portforward.Forward, error) {
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
-		out  = map[string]*forward{}
+		out  = map[string]*portforward.Forward{}
 		errs []error
 	)
 	for i := range pods {
@@ -102,7 +103,7 @@ func (d *Dialer) forwardAll(ctx context.Context, pods []corev1.Pod) (map[string]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f, err := open(ctx, d.REST, p.Namespace, p.Name, clientPort)
+			f, err := portforward.Open(ctx, d.REST, p.Namespace, p.Name, clientPort)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -1,4 +1,7 @@
-package tunnel
+// Package portforward forwards a loopback port to a Pod's port through the API server (the
+// same SPDY port-forward as kubectl port-forward), for the command-line tools that reach etcd
+// from a person's machine: kubectl-etcd and etcd-migrate.
+package portforward
 
 import (
 	"context"
@@ -9,20 +12,20 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
+	clientportforward "k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 )
 
-// forward is one port-forward from a loopback port to a Pod's port.
-type forward struct {
+// Forward is one port-forward from a loopback port to a Pod's port.
+type Forward struct {
 	localPort int
 	stopCh    chan struct{}
 	done      chan struct{}
 }
 
-// open forwards a free loopback port to port of Pod ns/name, through the API server, and
+// Open forwards a free loopback port to port of Pod ns/name, through the API server, and
 // returns once the local port listens.
-func open(ctx context.Context, cfg *rest.Config, ns, name string, port int) (*forward, error) {
+func Open(ctx context.Context, cfg *rest.Config, ns, name string, port int) (*Forward, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -33,9 +36,9 @@ func open(ctx context.Context, cfg *rest.Config, ns, name string, port int) (*fo
 	}
 	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(name).SubResource("portforward").URL()
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	f := &forward{stopCh: make(chan struct{}), done: make(chan struct{})}
+	f := &Forward{stopCh: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan struct{})
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, f.stopCh, ready, io.Discard, io.Discard)
+	pf, err := clientportforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, f.stopCh, ready, io.Discard, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -51,19 +54,23 @@ func open(ctx context.Context, cfg *rest.Config, ns, name string, port int) (*fo
 	case err := <-failed:
 		return nil, err
 	case <-ctx.Done():
-		f.close()
+		f.Close()
 		return nil, ctx.Err()
 	}
 	ports, err := pf.GetPorts()
 	if err != nil || len(ports) != 1 {
-		f.close()
+		f.Close()
 		return nil, errors.Join(errors.New("the port-forward reported no local port"), err)
 	}
 	f.localPort = int(ports[0].Local)
 	return f, nil
 }
 
-func (f *forward) close() {
+// LocalPort is the loopback port that forwards to the Pod.
+func (f *Forward) LocalPort() int { return f.localPort }
+
+// Close stops the forward and waits for it to end; it may be called more than once.
+func (f *Forward) Close() {
 	select {
 	case <-f.stopCh:
 	default:
