@@ -70,3 +70,18 @@ func (c *Conn) ChangeRootPassword(ctx context.Context, password string) error {
 	}
 	return nil
 }
+
+// AuthDisable turns etcd authentication off. It is not part of Client: the operator never turns
+// auth off; etcd-migrate does, before backing a legacy cluster up (docs/migration.md, "Phases").
+// The client must act as root, by password or by a client certificate whose CN is root.
+func (c *Conn) AuthDisable(ctx context.Context) error {
+	if err := c.closedErr("AuthDisable"); err != nil {
+		return err
+	}
+	ctx, cancel := clusterCtx(ctx, MembershipTimeout)
+	defer cancel()
+	if _, err := c.cli.AuthDisable(ctx); err != nil {
+		return c.fail("AuthDisable", err)
+	}
+	return nil
+}

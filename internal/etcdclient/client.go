@@ -396,7 +396,7 @@ func (c *Conn) Status(ctx context.Context, endpoint string) (Status, error) {
 		Errors:           append([]string(nil), resp.Errors...),
 	}
 	if resp.Header != nil {
-		st.ID, st.Revision = resp.Header.MemberId, resp.Header.Revision
+		st.ID, st.Revision, st.ClusterID = resp.Header.MemberId, resp.Header.Revision, resp.Header.ClusterId
 	}
 	return st, nil
 }

@@ -70,6 +70,9 @@ type Status struct {
 	// keyspace comparison picks a revision every member has from it
 	// (docs/design/healing.md, "Keyspace hash comparison").
 	Revision int64
+	// ClusterID is the cluster ID the member answers with (the response header's); members of
+	// one cluster that report different ones are a split brain.
+	ClusterID uint64
 	// Errors are the alarm and health errors the member reports about itself.
 	Errors []string
 }
