@@ -93,6 +93,7 @@ func TestInterruptedAtEveryWrite(t *testing.T) {
 	want := ref.endState(t)
 	for n := 0; n < w.n; n++ {
 		t.Run(fmt.Sprintf("killed after write %d of %d (%s)", n, w.n, nextWrite(w.log, n)), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			if _, err := e.run(t, e.options(true), newWrites(n)); err == nil {
 				t.Fatal("the interrupted run reported success")

@@ -17,7 +17,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/legacy"
 )
 
-// AnnotationRestartBaseline, on an adopted EtcdMember, records its Pod's UID and container
+// AnnotationRestartBaseline is set on an adopted EtcdMember: it records its Pod's UID and container
 // restart count when the member was created, "<uid>/<count>", so that `etcd-migrate verify`
 // can tell later that the adoption restarted nothing.
 const AnnotationRestartBaseline = etcdv1alpha2.ReservedPrefix + "migrated-restart-baseline"

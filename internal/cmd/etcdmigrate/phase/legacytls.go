@@ -36,7 +36,7 @@ func LegacyTarget(ctx context.Context, r client.Reader, c *legacy.EtcdCluster, p
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca[keyCA]) {
-		return t, fmt.Errorf("Secret %s has no PEM %s to verify the members with", caSecret, keyCA)
+		return t, fmt.Errorf("the legacy Secret %s has no PEM %s to verify the members with", caSecret, keyCA)
 	}
 	cfg := &tls.Config{
 		RootCAs: pool, MinVersion: tls.VersionTLS12,
@@ -50,7 +50,7 @@ func LegacyTarget(ctx context.Context, r client.Reader, c *legacy.EtcdCluster, p
 		}
 		pair, err := tls.X509KeyPair(cert[corev1.TLSCertKey], cert[corev1.TLSPrivateKeyKey])
 		if err != nil {
-			return t, fmt.Errorf("Secret %s: %w", spec.ClientSecret, err)
+			return t, fmt.Errorf("the legacy client Secret %s: %w", spec.ClientSecret, err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 		parts = append(parts, cert[corev1.TLSCertKey], cert[corev1.TLSPrivateKeyKey])
