@@ -32,6 +32,9 @@ const (
 	clusterName  = "etcd"
 	operatorName = "etcd-operator"
 	operatorImg  = "ghcr.io/etcd-operator/etcd-operator:v0.0.0-test"
+	// etcdImage names the version of the etcd binary the tests run (envtest's), so that the
+	// translation sees the image and the members agree.
+	etcdImage = "quay.io/coreos/etcd:v3.6.16"
 )
 
 // env is one legacy cluster in its own namespace, with a real etcd member behind its Pod.
@@ -49,7 +52,7 @@ func newEnv(tb testing.TB) *env {
 	tb.Helper()
 	ctx := tb.Context()
 	ns := apiserver.NewNamespace(tb, k8sClient, "migrate-")
-	set, err := legacyfixture.Build(legacyfixture.Options{Name: clusterName, Namespace: ns, Replicas: 1})
+	set, err := legacyfixture.Build(legacyfixture.Options{Name: clusterName, Namespace: ns, Replicas: 1, Image: etcdImage})
 	if err != nil {
 		tb.Fatal(err)
 	}
