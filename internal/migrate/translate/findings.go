@@ -20,6 +20,7 @@ const (
 	RefusalStatefulSetMissing   Code = "StatefulSetMissing"
 	RefusalVersionUnparsable    Code = "VersionUnparsable"
 	RefusalVersionTooOld        Code = "VersionTooOld"
+	RefusalVersionMismatch      Code = "VersionMismatch"
 	RefusalOptionInvalid        Code = "OptionInvalid"
 	RefusalAuthWithoutServerTLS Code = "AuthWithoutServerTLS"
 	RefusalAuthStateMismatch    Code = "AuthStateMismatch"
@@ -45,7 +46,6 @@ const (
 const (
 	WarnReplicasDiffer         Code = "ReplicasDiffer"
 	WarnImageRepository        Code = "ImageRepositoryDiffers"
-	WarnVersionMismatch        Code = "VersionMismatch"
 	WarnAccessModes            Code = "AccessModes"
 	WarnStorageClassDiffers    Code = "StorageClassDiffers"
 	WarnOptionDropped          Code = "OptionDropped"

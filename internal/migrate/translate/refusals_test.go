@@ -43,6 +43,8 @@ func TestRefusals(t *testing.T) {
 			want: []translate.Code{translate.RefusalVersionUnparsable}},
 		"etcd 3.4": {mutate: func(in *translate.Input) { setImage(in, "quay.io/coreos/etcd:v3.4.27"); in.Etcd.Version = "3.4.27" },
 			want: []translate.Code{translate.RefusalVersionTooOld}},
+		"members run another version than the image tag says": {mutate: func(in *translate.Input) { in.Etcd.Version = "3.5.11" },
+			want: []translate.Code{translate.RefusalVersionMismatch}},
 		"auth without server TLS": {opts: legacyfixture.Options{Auth: true},
 			want: []translate.Code{translate.RefusalAuthWithoutServerTLS}},
 		"auth on in etcd but not in the spec": {mutate: func(in *translate.Input) { in.Etcd.AuthEnabled = true },

@@ -40,10 +40,13 @@ func (t *translator) translateVersion() {
 			"upgrade the legacy cluster to etcd 3.5 first (through its podTemplate image), then re-run")
 	}
 	t.spec.Version = fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])
+	// Adoption keeps the version the members run: a spec.version that differs would make the
+	// operator's first pass roll every adopted member to it, a downgrade when the tag is older
+	// than what runs, during what is meant to be a no-restart hand-over.
 	if e := t.in.Etcd; e != nil && e.Version != "" && strings.TrimPrefix(e.Version, "v") != t.spec.Version {
-		t.warn(WarnVersionMismatch, "spec.version",
-			fmt.Sprintf("members report etcd %s but the translation says %s (from the %s); the operator will roll them to %s", e.Version, t.spec.Version, source, t.spec.Version),
-			"pass --version with the running version if that is not the version you want")
+		t.refuse(RefusalVersionMismatch, "spec.version",
+			fmt.Sprintf("members report etcd %s but the %s says %s; adopting would roll every member to %s", e.Version, source, t.spec.Version, t.spec.Version),
+			"pass --version "+strings.TrimPrefix(e.Version, "v")+" (the running version); change the version after the adoption, through the EtcdCluster")
 	}
 	want := t.in.Config.ImageRepository
 	if want == "" {

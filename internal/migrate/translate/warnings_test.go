@@ -41,8 +41,6 @@ func TestWarnings(t *testing.T) {
 		},
 		"another image repository": {cfg: translate.Config{ImageRepository: "registry.example.com/etcd"},
 			want: []warning{{translate.WarnImageRepository, "spec.podTemplate.spec.containers[etcd].image"}}},
-		"members report another version": {mutate: func(in *translate.Input) { in.Etcd.Version = "3.5.11" },
-			want: []warning{{translate.WarnVersionMismatch, "spec.version"}}},
 		"untyped options": {opts: legacyfixture.Options{Options: map[string]string{"enable-v2": "false", "debug": "", "snapshot-count": "50000"}},
 			want:  []warning{{translate.WarnOptionDropped, "spec.options.debug"}, {translate.WarnOptionDropped, "spec.options.enable-v2"}},
 			check: checkOptionOrder},
