@@ -89,9 +89,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 10s); corpora live in 
 ##@ Build
 
 .PHONY: build
-build: ## Build the operator and the kubectl-etcd plugin into bin/.
+build: ## Build the operator, the kubectl-etcd plugin and etcd-migrate into bin/.
 	go build -o $(BIN_DIR)/etcd-operator ./cmd/etcd-operator
 	go build -o $(BIN_DIR)/kubectl-etcd ./cmd/kubectl-etcd
+	go build -o $(BIN_DIR)/etcd-migrate ./cmd/etcd-migrate
 
 # Targets owned by one area each (local cluster, e2e, demo) live in hack/make/*.mk.
 -include hack/make/*.mk
