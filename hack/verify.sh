@@ -25,8 +25,14 @@ fi
 step "lint"
 make --no-print-directory lint
 # hack/certmanager and hack/s3server are modules of their own (they pin cert-manager and
-# SeaweedFS), which ./... does not reach.
+# SeaweedFS), which ./... does not reach. Linting them compiles their whole dependency graph;
+# with the build settings of hack/binaries (static, -trimpath) those compilations are the ones
+# the binaries' own build reuses from Go's build cache, instead of a second copy on a cold
+# machine (docs/local-cluster.md, "Pinned binaries").
+# The linter binary is the one built above; only the packages it loads take those settings.
+golangci_lint=$(go tool -modfile=hack/tools/go.mod -n golangci-lint)
 for mod in hack/certmanager hack/s3server; do
-	(cd "$mod" && go tool -modfile=../tools/go.mod golangci-lint run --allow-parallel-runners --config ../../.golangci.yml ./...)
+	(cd "$mod" && CGO_ENABLED=0 GOWORK=off GOFLAGS="-buildvcs=false -trimpath" \
+		"$golangci_lint" run --allow-parallel-runners --config ../../.golangci.yml ./...)
 done
 echo "verify: ok" >&2
