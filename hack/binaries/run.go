@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
 
-const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|s3server|all>`
+const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|s3server|helm|all>`
 
 // run dispatches one subcommand, printing the folders it yields on stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -64,10 +64,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		steps = append(steps, func(ctx context.Context) (string, error) { return b.CertManagerCRDs(ctx, root) })
 	case "s3server":
 		steps = append(steps, s3Server)
+	case "helm":
+		steps = append(steps, b.Helm)
 	case "all":
 		steps = append(steps, b.Kubernetes)
 		etcd(nil)
-		steps = append(steps, b.CoreDNS, certManager, s3Server)
+		steps = append(steps, b.CoreDNS, certManager, s3Server, b.Helm)
 	default:
 		return fmt.Errorf("unknown subcommand %q\n%s", sub, usage)
 	}

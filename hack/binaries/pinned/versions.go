@@ -20,6 +20,7 @@ const (
 	keyKubernetes  = "KUBERNETES_VERSION"
 	keyEnvtestEtcd = "ENVTEST_ETCD_VERSION"
 	keyCoreDNS     = "COREDNS_VERSION"
+	keyHelm        = "HELM_VERSION"
 	// keyEtcdPrefix starts one key per supported etcd minor, such as ETCD_VERSION_3_6.
 	keyEtcdPrefix = "ETCD_VERSION_"
 )
@@ -34,6 +35,8 @@ type Versions struct {
 	EnvtestEtcd string
 	// CoreDNS is the CoreDNS release used by the local cluster.
 	CoreDNS string
+	// Helm is the release of the helm CLI that checks the chart (helm.sh/helm/v4).
+	Helm string
 }
 
 // ErrNoVersionsFile means no parent folder of the starting point holds VersionsFile.
@@ -120,6 +123,7 @@ func VersionsFromEnv(kv map[string]string) (Versions, error) {
 		keyKubernetes:  &v.Kubernetes,
 		keyEnvtestEtcd: &v.EnvtestEtcd,
 		keyCoreDNS:     &v.CoreDNS,
+		keyHelm:        &v.Helm,
 	} {
 		value, ok := kv[key]
 		if !ok {

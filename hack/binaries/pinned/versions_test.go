@@ -60,6 +60,7 @@ func TestVersionsFromEnv(t *testing.T) {
 			"ETCD_VERSION_3_6":     "3.6.16",
 			"ENVTEST_ETCD_VERSION": "3.6.16",
 			"COREDNS_VERSION":      "1.14.7",
+			"HELM_VERSION":         "4.3.2",
 			"UNRELATED_KEY":        "kept-for-make",
 		}
 	}
@@ -86,6 +87,7 @@ func TestVersionsFromEnv(t *testing.T) {
 				Etcd:        []string{"3.5.35", "3.6.16", "3.7.3"},
 				EnvtestEtcd: "3.6.16",
 				CoreDNS:     "1.14.7",
+				Helm:        "4.3.2",
 			},
 		},
 		{
@@ -96,9 +98,11 @@ func TestVersionsFromEnv(t *testing.T) {
 				Etcd:        []string{"3.5.35", "3.6.16", "3.7.3", "3.10.0"},
 				EnvtestEtcd: "3.6.16",
 				CoreDNS:     "1.14.7",
+				Helm:        "4.3.2",
 			},
 		},
 		{name: "kubernetes missing", in: with("KUBERNETES_VERSION", ""), wantErr: "KUBERNETES_VERSION is not set"},
+		{name: "helm missing", in: with("HELM_VERSION", ""), wantErr: "HELM_VERSION is not set"},
 		{name: "v prefix refused", in: with("COREDNS_VERSION", "v1.14.7"), wantErr: "without a v prefix"},
 		{name: "etcd release of another minor", in: with("ETCD_VERSION_3_6", "3.5.1"), wantErr: "want a 3.6.x release"},
 		{name: "malformed etcd key", in: with("ETCD_VERSION_3", "3.6.1"), wantErr: "want ETCD_VERSION_<major>_<minor>"},
@@ -106,6 +110,7 @@ func TestVersionsFromEnv(t *testing.T) {
 			name: "no etcd at all",
 			in: map[string]string{
 				"KUBERNETES_VERSION": "1.35.4", "ENVTEST_ETCD_VERSION": "3.6.16", "COREDNS_VERSION": "1.14.7",
+				"HELM_VERSION": "4.3.2",
 			},
 			wantErr: "no ETCD_VERSION_",
 		},
