@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
 
-const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|s3server|helm|all>`
+const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|s3server|helm|promtool|all>`
 
 // run dispatches one subcommand, printing the folders it yields on stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -66,10 +66,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		steps = append(steps, s3Server)
 	case "helm":
 		steps = append(steps, b.Helm)
+	case "promtool":
+		steps = append(steps, b.Promtool)
 	case "all":
 		steps = append(steps, b.Kubernetes)
 		etcd(nil)
-		steps = append(steps, b.CoreDNS, certManager, s3Server, b.Helm)
+		steps = append(steps, b.CoreDNS, certManager, s3Server, b.Helm, b.Promtool)
 	default:
 		return fmt.Errorf("unknown subcommand %q\n%s", sub, usage)
 	}

@@ -60,6 +60,8 @@ type binarySet struct {
 	// content), for a main of our own such as CoreDNS's (coredns.go); their digest enters the
 	// recipe.
 	files map[string]string
+	// tags are the build tags, comma-separated (promtool.go); they enter the recipe.
+	tags string
 }
 
 func (b *Builder) kubernetesSet() binarySet {
@@ -185,16 +187,7 @@ func (b *Builder) ensure(ctx context.Context, set binarySet, want []string) (str
 	if err != nil {
 		return "", err
 	}
-	recipe := func(binary string) string {
-		r := fmt.Sprintf("package=%s\ngo=%s\nldflags=%s\nenv=CGO_ENABLED=0 -trimpath\n", set.packages[binary], goVersion, set.ldflags)
-		if set.srcDigest != "" {
-			r += "source=" + set.srcDigest + "\n"
-		}
-		if len(set.files) > 0 {
-			r += "files=" + filesDigest(set.files) + "\n"
-		}
-		return r
-	}
+	recipe := func(binary string) string { return recipeOf(set, binary, goVersion) }
 	missing := func() []string {
 		var m []string
 		for _, bin := range want {
@@ -227,6 +220,24 @@ func (b *Builder) ensure(ctx context.Context, set binarySet, want []string) (str
 	return binDir, nil
 }
 
+// recipeOf is what builds binary of set with the Go toolchain goVersion; a cached binary whose
+// stamp holds another recipe is rebuilt. Lines for optional inputs (source digest, generated
+// files, build tags) appear only when set, so adding one kind of input leaves the recipes of
+// the sets without it, and their cached binaries, as they were.
+func recipeOf(set binarySet, binary, goVersion string) string {
+	r := fmt.Sprintf("package=%s\ngo=%s\nldflags=%s\nenv=CGO_ENABLED=0 -trimpath\n", set.packages[binary], goVersion, set.ldflags)
+	if set.srcDigest != "" {
+		r += "source=" + set.srcDigest + "\n"
+	}
+	if len(set.files) > 0 {
+		r += "files=" + filesDigest(set.files) + "\n"
+	}
+	if set.tags != "" {
+		r += "tags=" + set.tags + "\n"
+	}
+	return r
+}
+
 // build compiles binaries of set into binDir. Binaries go to a scratch folder first and are
 // renamed into place, so binDir never holds a partial binary.
 func (b *Builder) build(ctx context.Context, set binarySet, binDir string, binaries []string) error {
@@ -248,6 +259,9 @@ func (b *Builder) build(ctx context.Context, set binarySet, binDir string, binar
 	args := []string{"build", mode, "-trimpath", "-o", scratch + string(os.PathSeparator)}
 	if set.ldflags != "" {
 		args = append(args, "-ldflags", set.ldflags)
+	}
+	if set.tags != "" {
+		args = append(args, "-tags", set.tags)
 	}
 	for _, bin := range binaries {
 		args = append(args, set.packages[bin])

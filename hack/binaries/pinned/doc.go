@@ -1,5 +1,5 @@
 // Package pinned builds the third-party binaries this project runs in tests (Kubernetes
-// components, etcd, CoreDNS, cert-manager's controllers, the SeaweedFS S3 server, helm) from the Go
+// components, etcd, CoreDNS, cert-manager's controllers, the SeaweedFS S3 server, helm, promtool) from the Go
 // module proxy at the versions pinned in hack/versions.env (cert-manager: in
 // hack/certmanager/go.mod; SeaweedFS: in hack/s3server/go.mod), and caches them by version
 // outside the work tree.

@@ -21,6 +21,7 @@ const (
 	keyEnvtestEtcd = "ENVTEST_ETCD_VERSION"
 	keyCoreDNS     = "COREDNS_VERSION"
 	keyHelm        = "HELM_VERSION"
+	keyPrometheus  = "PROMETHEUS_VERSION"
 	// keyEtcdPrefix starts one key per supported etcd minor, such as ETCD_VERSION_3_6.
 	keyEtcdPrefix = "ETCD_VERSION_"
 )
@@ -37,6 +38,9 @@ type Versions struct {
 	CoreDNS string
 	// Helm is the release of the helm CLI that checks the chart (helm.sh/helm/v4).
 	Helm string
+	// Prometheus is the Prometheus release whose promtool tests the alerting rules, such as
+	// 3.16.0 (its Go module's version is derived: PrometheusModuleVersion).
+	Prometheus string
 }
 
 // ErrNoVersionsFile means no parent folder of the starting point holds VersionsFile.
@@ -124,6 +128,7 @@ func VersionsFromEnv(kv map[string]string) (Versions, error) {
 		keyEnvtestEtcd: &v.EnvtestEtcd,
 		keyCoreDNS:     &v.CoreDNS,
 		keyHelm:        &v.Helm,
+		keyPrometheus:  &v.Prometheus,
 	} {
 		value, ok := kv[key]
 		if !ok {

@@ -61,6 +61,7 @@ func TestVersionsFromEnv(t *testing.T) {
 			"ENVTEST_ETCD_VERSION": "3.6.16",
 			"COREDNS_VERSION":      "1.14.7",
 			"HELM_VERSION":         "4.3.2",
+			"PROMETHEUS_VERSION":   "3.16.0",
 			"UNRELATED_KEY":        "kept-for-make",
 		}
 	}
@@ -88,6 +89,7 @@ func TestVersionsFromEnv(t *testing.T) {
 				EnvtestEtcd: "3.6.16",
 				CoreDNS:     "1.14.7",
 				Helm:        "4.3.2",
+				Prometheus:  "3.16.0",
 			},
 		},
 		{
@@ -99,6 +101,7 @@ func TestVersionsFromEnv(t *testing.T) {
 				EnvtestEtcd: "3.6.16",
 				CoreDNS:     "1.14.7",
 				Helm:        "4.3.2",
+				Prometheus:  "3.16.0",
 			},
 		},
 		{name: "kubernetes missing", in: with("KUBERNETES_VERSION", ""), wantErr: "KUBERNETES_VERSION is not set"},
@@ -111,6 +114,7 @@ func TestVersionsFromEnv(t *testing.T) {
 			in: map[string]string{
 				"KUBERNETES_VERSION": "1.35.4", "ENVTEST_ETCD_VERSION": "3.6.16", "COREDNS_VERSION": "1.14.7",
 				"HELM_VERSION": "4.3.2",
+				"PROMETHEUS_VERSION": "3.16.0",
 			},
 			wantErr: "no ETCD_VERSION_",
 		},
