@@ -108,6 +108,15 @@ func EffectiveQuotaBackendBytes(opts *etcdv1alpha2.EtcdOptions, size resource.Qu
 	return q, q > 0
 }
 
+// QuotaBackendBytes is the backend quota a member runs with: EffectiveQuotaBackendBytes where
+// the flag is passed, etcd's own default (2 GiB, docs/defrag.md, "The rule") where it is not.
+func QuotaBackendBytes(opts *etcdv1alpha2.EtcdOptions, size resource.Quantity) int64 {
+	if q, ok := EffectiveQuotaBackendBytes(opts, size); ok {
+		return q
+	}
+	return maxDefaultQuota
+}
+
 // EtcdFlags renders a member's etcd command line (docs/design/pod-template.md), in a fixed order:
 // identity, listeners and advertised URLs, bootstrap, tuning options, corruption checks, client
 // TLS, peer TLS. The order never depends on map iteration, so equal inputs give byte-equal Pods.

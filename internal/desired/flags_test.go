@@ -458,3 +458,24 @@ func TestAdvertisedURLsMatchFlags(t *testing.T) {
 		t.Errorf("PeerURL = %s, want %s", got, want)
 	}
 }
+
+// TestQuotaBackendBytes: the quota members run with, etcd's default included, which the
+// per-member quota usage metric divides by (docs/monitoring.md, "Metrics").
+func TestQuotaBackendBytes(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		opts *etcdv1alpha2.EtcdOptions
+		size string
+		want int64
+	}{
+		{"default: half the disk", nil, "1Gi", 512 << 20},
+		{"default: capped at 2 GiB", nil, "10Gi", 2 << 30},
+		{"explicit", &etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](300 << 20)}, "1Gi", 300 << 20},
+		{"explicit 0: etcd's own default", &etcdv1alpha2.EtcdOptions{QuotaBackendBytes: ptr.To[int64](0)}, "8Gi", 2 << 30},
+	} {
+		if got := QuotaBackendBytes(tt.opts, resource.MustParse(tt.size)); got != tt.want {
+			t.Errorf("%s: QuotaBackendBytes = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -23,8 +23,8 @@ const (
 var (
 	membershipActions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "etcd_operator_membership_actions_total",
-		Help: "Membership and leadership actions of the EtcdCluster controller, by type (AddLearner, Promote, Remove, MoveLeader) and outcome (success, refused, waiting, error).",
-	}, []string{"type", "outcome"})
+		Help: "Membership and leadership actions of the EtcdCluster controller, per cluster, by type (AddLearner, Promote, Remove, MoveLeader) and outcome (success, refused, waiting, error).",
+	}, []string{"namespace", "cluster", "type", "outcome"})
 
 	stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "etcd_operator_reconcile_step_duration_seconds",
@@ -42,9 +42,11 @@ func init() {
 	ctrlmetrics.Registry.MustRegister(membershipActions, stepDuration, clustersByReason)
 }
 
-// MembershipAction counts one membership action.
-func MembershipAction(actionType, outcome string) {
-	membershipActions.WithLabelValues(actionType, outcome).Inc()
+// MembershipAction counts one membership action on namespace/cluster. The cluster labels cost
+// at most 16 series per cluster (4 types × 4 outcomes, only those that occurred), dropped with
+// the cluster (ForgetClusterState); they say which cluster's membership churns.
+func MembershipAction(namespace, cluster, actionType, outcome string) {
+	membershipActions.WithLabelValues(namespace, cluster, actionType, outcome).Inc()
 }
 
 // StepDuration records how long one reconcile step took.

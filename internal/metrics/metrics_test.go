@@ -25,8 +25,9 @@ func TestClustersByReason(t *testing.T) {
 }
 
 func TestCounters(t *testing.T) {
-	MembershipAction("Promote", OutcomeWaiting)
-	if got := testutil.ToFloat64(membershipActions.WithLabelValues("Promote", OutcomeWaiting)); got != 1 {
+	t.Cleanup(func() { ForgetClusterState("ns", "counters") })
+	MembershipAction("ns", "counters", "Promote", OutcomeWaiting)
+	if got := testutil.ToFloat64(membershipActions.WithLabelValues("ns", "counters", "Promote", OutcomeWaiting)); got != 1 {
 		t.Errorf("promote waiting = %v, want 1", got)
 	}
 	StepDuration("etcdcluster", "scope", time.Millisecond)

@@ -388,6 +388,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	}
 	metrics.ForgetCluster(key.String())
 	metrics.ForgetSnapshots(key.Namespace, key.Name)
+	metrics.ForgetClusterState(key.Namespace, key.Name)
 }
 
 // defaultJitter spreads idle resyncs by ±10 % so that a fleet's clusters do not resync together.

@@ -241,15 +241,24 @@ func (x *executor) stillPlanned(ctx context.Context, cli etcdAPI, a membership.A
 
 // waitingOn maps etcd's "not now" answers to a wait of after (no error, no Event), counts the
 // outcome, and returns every other error as it is.
-func waitingOn(op string, err error, after time.Duration, retryable ...error) (step.Result, error) {
+func (x *executor) waitingOn(op string, err error, after time.Duration, retryable ...error) (step.Result, error) {
+	return waitingOn(x.key(), op, err, after, retryable...)
+}
+
+// waitingOn is the executor's waitingOn for code that has the cluster's key but no executor.
+func waitingOn(key types.NamespacedName, op string, err error, after time.Duration, retryable ...error) (step.Result, error) {
 	for _, r := range retryable {
 		if errors.Is(err, r) {
-			metrics.MembershipAction(op, metrics.OutcomeWaiting)
+			metrics.MembershipAction(key.Namespace, key.Name, op, metrics.OutcomeWaiting)
 			return step.Requeue(after, err.Error()), nil
 		}
 	}
-	metrics.MembershipAction(op, metrics.OutcomeError)
+	metrics.MembershipAction(key.Namespace, key.Name, op, metrics.OutcomeError)
 	return step.Result{}, err
+}
+
+func (x *executor) countAction(op, outcome string) {
+	metrics.MembershipAction(x.key().Namespace, x.key().Name, op, outcome)
 }
 
 // patchMember merge-patches m from before, conditional on the resourceVersion read: a member

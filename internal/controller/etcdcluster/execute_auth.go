@@ -33,7 +33,7 @@ func (x *executor) enableAuth(ctx context.Context, _ membership.Action) (step.Re
 		return step.Requeue(membership.AccessRetry, "the credentials Secret is unusable"), nil
 	}
 	if err := cli.EnableRootAuth(ctx, password); err != nil {
-		return waitingOn("EnableRootAuth", fmt.Errorf("enabling etcd authentication: %w", err),
+		return x.waitingOn("EnableRootAuth", fmt.Errorf("enabling etcd authentication: %w", err),
 			membership.MembershipPoll, etcdclient.ErrNoLeader, etcdclient.ErrTimeout)
 	}
 	x.effects.authEnabled = true
@@ -60,7 +60,7 @@ func (x *executor) changePassword(ctx context.Context, _ membership.Action) (ste
 		return step.Requeue(membership.AccessRetry, "the credentials Secret is unusable"), nil
 	}
 	if err := prev.ChangeRootPassword(ctx, password); err != nil {
-		return waitingOn("ChangeRootPassword", fmt.Errorf("changing root's password: %w", err),
+		return x.waitingOn("ChangeRootPassword", fmt.Errorf("changing root's password: %w", err),
 			membership.MembershipPoll, etcdclient.ErrNoLeader, etcdclient.ErrTimeout, etcdclient.ErrAuthFailed)
 	}
 	x.event(corev1.EventTypeNormal, eventRootPasswordChanged, fmt.Sprintf("set root's password to the one in Secret %s; the operator re-authenticates with it",

@@ -16,7 +16,7 @@ import (
 // members, so a new Event means something changed; retries of the same refusal are silent.
 func (x *executor) blocked(ctx context.Context, a membership.Action) (step.Result, error) {
 	logf.FromContext(ctx).V(1).Info("Blocked", "reason", a.Reason, "message", a.Message, "after", a.RequeueAfter)
-	metrics.MembershipAction(metricType(a.Refused), metrics.OutcomeRefused)
+	x.countAction(metricType(a.Refused), metrics.OutcomeRefused)
 	kind := "refused"
 	if a.Gate != nil {
 		kind = string(a.Gate.Reason)

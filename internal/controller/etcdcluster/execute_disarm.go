@@ -26,7 +26,7 @@ func (x *executor) disarmCorrupt(ctx context.Context, a membership.Action) (step
 	}
 	alarm := etcdclient.Alarm{MemberID: a.MemberID, Type: etcdclient.AlarmCorrupt}
 	if _, err := cli.AlarmDisarm(ctx, alarm); err != nil {
-		return waitingOn("AlarmDisarm", fmt.Errorf("disarming the CORRUPT alarm of %s: %w", etcdclient.FormatID(a.MemberID), err),
+		return x.waitingOn("AlarmDisarm", fmt.Errorf("disarming the CORRUPT alarm of %s: %w", etcdclient.FormatID(a.MemberID), err),
 			membership.MembershipPoll, etcdclient.ErrNoLeader, etcdclient.ErrTimeout)
 	}
 	failpoint.Inject(ctx, failpoint.AlarmDisarmed)

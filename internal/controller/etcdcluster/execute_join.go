@@ -41,10 +41,10 @@ func (x *executor) join(ctx context.Context, a membership.Action) (step.Result, 
 				return step.Result{}, fmt.Errorf("listing members after a duplicate add of %s: %w", m.Name, err)
 			}
 		case err != nil:
-			return waitingOn(metricAddLearner, fmt.Errorf("adding %s as a learner: %w", m.Name, err), membership.MembershipPoll,
+			return x.waitingOn(metricAddLearner, fmt.Errorf("adding %s as a learner: %w", m.Name, err), membership.MembershipPoll,
 				etcdclient.ErrUnhealthyCluster, etcdclient.ErrTooManyLearners, etcdclient.ErrNoLeader, etcdclient.ErrNotEnoughStartedMembers)
 		default:
-			metrics.MembershipAction(metricAddLearner, metrics.OutcomeSuccess)
+			x.countAction(metricAddLearner, metrics.OutcomeSuccess)
 			failpoint.Inject(ctx, failpoint.LearnerAdded)
 			x.memberEvent(m, corev1.EventTypeNormal, eventLearnerAdded, fmt.Sprintf("added %s as learner %s", m.Name, added.IDHex()))
 		}

@@ -22,10 +22,10 @@ func (x *executor) moveLeader(ctx context.Context, a membership.Action) (step.Re
 		return step.Result{}, err
 	}
 	if err := cli.MoveLeader(ctx, a.MemberID); err != nil {
-		return waitingOn(metricMoveLeader, fmt.Errorf("moving leadership to %s: %w", etcdclient.FormatID(a.MemberID), err), membership.MembershipPoll,
+		return x.waitingOn(metricMoveLeader, fmt.Errorf("moving leadership to %s: %w", etcdclient.FormatID(a.MemberID), err), membership.MembershipPoll,
 			etcdclient.ErrBadLeaderTransferee, etcdclient.ErrNotLeader, etcdclient.ErrNoLeader, etcdclient.ErrTimeout)
 	}
-	metrics.MembershipAction(metricMoveLeader, metrics.OutcomeSuccess)
+	x.countAction(metricMoveLeader, metrics.OutcomeSuccess)
 	failpoint.Inject(ctx, failpoint.LeaderMoved)
 	why := "removing"
 	if a.Reason == membership.ReasonRollingUpdate {

@@ -26,10 +26,10 @@ func (x *executor) promote(ctx context.Context, a membership.Action) (step.Resul
 		return step.Result{}, err
 	}
 	if _, err := cli.MemberPromote(ctx, a.MemberID); err != nil && !errors.Is(err, etcdclient.ErrMemberNotLearner) {
-		return waitingOn(metricPromote, fmt.Errorf("promoting %s: %w", m.Name, err), membership.PromoteRetry,
+		return x.waitingOn(metricPromote, fmt.Errorf("promoting %s: %w", m.Name, err), membership.PromoteRetry,
 			etcdclient.ErrLearnerNotReady, etcdclient.ErrNotEnoughStartedMembers, etcdclient.ErrUnhealthyCluster, etcdclient.ErrNoLeader)
 	}
-	metrics.MembershipAction(metricPromote, metrics.OutcomeSuccess)
+	x.countAction(metricPromote, metrics.OutcomeSuccess)
 	failpoint.Inject(ctx, failpoint.LearnerPromoted)
 	x.memberEvent(m, corev1.EventTypeNormal, eventLearnerPromoted, fmt.Sprintf("promoted %s (%s) to voter", m.Name, etcdclient.FormatID(a.MemberID)))
 	_, err = x.patchMemberStatus(ctx, m, etcdclient.FormatID(a.MemberID), true, m.Status.Version)

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -76,7 +77,7 @@ func (x *executor) removeFromEtcd(ctx context.Context, a membership.Action) (ste
 	if res, err := x.stillPlanned(ctx, cli, a); err != nil || res.Done() {
 		return res, err
 	}
-	res, err := memberRemove(ctx, cli, a.MemberID)
+	res, err := memberRemove(ctx, cli, x.key(), a.MemberID)
 	if err == nil && !res.Done() && x.views != nil {
 		// The EtcdMember controller releases the member's finalizer on this record instead of
 		// asking etcd again (docs/design/member-controller.md, "The finalizer").
@@ -90,12 +91,12 @@ func (x *executor) removeFromEtcd(ctx context.Context, a membership.Action) (ste
 // answers ("server stopped"), and a timeout may hide a change that was applied. A fresh member
 // list that no longer names the member settles it as done, so the removal is reported
 // (docs/design/membership-flows.md, "Ambiguous answers").
-func memberRemove(ctx context.Context, cli etcdAPI, id uint64) (step.Result, error) {
+func memberRemove(ctx context.Context, cli etcdAPI, key types.NamespacedName, id uint64) (step.Result, error) {
 	if _, err := cli.MemberRemove(ctx, id); err != nil && !errors.Is(err, etcdclient.ErrMemberNotFound) && !goneFromEtcd(ctx, cli, id) {
-		return waitingOn(metricRemove, fmt.Errorf("removing member %s: %w", etcdclient.FormatID(id), err), membership.MembershipPoll,
+		return waitingOn(key, metricRemove, fmt.Errorf("removing member %s: %w", etcdclient.FormatID(id), err), membership.MembershipPoll,
 			etcdclient.ErrNotEnoughStartedMembers, etcdclient.ErrUnhealthyCluster, etcdclient.ErrNoLeader)
 	}
-	metrics.MembershipAction(metricRemove, metrics.OutcomeSuccess)
+	metrics.MembershipAction(key.Namespace, key.Name, metricRemove, metrics.OutcomeSuccess)
 	return step.Continue, nil
 }
 

@@ -87,16 +87,16 @@ func TestMemberRemoveNotFoundIsSuccess(t *testing.T) {
 	t.Parallel()
 	rec := &etcdfake.Recorder{Members: []etcdclient.Member{{ID: 9}}}
 	rec.SetError(etcdfake.MemberRemove, etcdclient.NewError("MemberRemove", etcdclient.ErrMemberNotFound))
-	if res, err := memberRemove(context.Background(), rec, 9); err != nil || res.Done() {
+	if res, err := memberRemove(context.Background(), rec, testKey, 9); err != nil || res.Done() {
 		t.Errorf("memberRemove of an absent member = %+v, %v; want success", res, err)
 	}
 	rec.SetError(etcdfake.MemberRemove, etcdclient.NewError("MemberRemove", etcdclient.ErrNotEnoughStartedMembers))
-	if res, err := memberRemove(context.Background(), rec, 9); !waitsFor(res, err, membership.MembershipPoll) {
+	if res, err := memberRemove(context.Background(), rec, testKey, 9); !waitsFor(res, err, membership.MembershipPoll) {
 		t.Errorf("memberRemove refused by etcd = %+v, %v; want waiting", res, err)
 	}
 	boom := etcdclient.NewError("MemberRemove", nil)
 	rec.SetError(etcdfake.MemberRemove, boom)
-	if res, err := memberRemove(context.Background(), rec, 9); err == nil || res.Done() || !errors.Is(err, boom) {
+	if res, err := memberRemove(context.Background(), rec, testKey, 9); err == nil || res.Done() || !errors.Is(err, boom) {
 		t.Errorf("an unclassified error = %+v, %v; want it returned (transient)", res, err)
 	}
 }
@@ -109,11 +109,11 @@ func TestMemberRemoveOfItselfIsSuccess(t *testing.T) {
 	t.Parallel()
 	rec := &etcdfake.Recorder{Members: []etcdclient.Member{{ID: 1}, {ID: 2}}}
 	rec.SetError(etcdfake.MemberRemove, etcdclient.NewError("MemberRemove", etcdclient.ErrUnavailable))
-	if res, err := memberRemove(context.Background(), rec, 9); err != nil || res.Done() {
+	if res, err := memberRemove(context.Background(), rec, testKey, 9); err != nil || res.Done() {
 		t.Errorf("memberRemove answered by the stopped victim = %+v, %v; want success", res, err)
 	}
 	rec.SetError(etcdfake.MemberList, etcdclient.NewError("MemberList", etcdclient.ErrUnavailable))
-	if res, err := memberRemove(context.Background(), rec, 9); err == nil || res.Done() {
+	if res, err := memberRemove(context.Background(), rec, testKey, 9); err == nil || res.Done() {
 		t.Errorf("memberRemove with no list to confirm it = %+v, %v; want the error returned", res, err)
 	}
 }

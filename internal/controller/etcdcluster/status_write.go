@@ -34,6 +34,7 @@ func (x *executor) finish(ctx context.Context) error {
 	}
 	x.recordConditionMetrics(r.status.Conditions)
 	x.recordSnapshotMetrics()
+	x.recordClusterMetrics(&r)
 	return errors.Join(errs...)
 }
 
