@@ -37,10 +37,11 @@ generate: ## Generate deepcopy code for api/.
 	GODEBUG=gotypesalias=0 $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs into config/crd/bases, RBAC into config/rbac, the namespace-scoped install's Roles, and the chart's parts that come from them.
+manifests: ## Generate CRDs into config/crd/bases, RBAC into config/rbac, the namespace-scoped install's Roles, the chart's parts that come from them and the plain Prometheus rule file.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=etcd-operator paths=./internal/... output:rbac:artifacts:config=config/rbac
 	go run ./hack/namespacedrbac config/rbac/role.yaml config/namespaced
+	go run ./hack/promrules config/prometheus/alerts.yaml config/prometheus/rules.yaml
 	go run ./hack/chartgen
 
 .PHONY: fmt
@@ -62,16 +63,18 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl for the env
 	@go run ./hack/binaries envtest
 
 .PHONY: test
-test: ## Unit and integration tests against a real kube-apiserver, etcd of every supported minor, an S3 server and helm (built on first use).
+test: ## Unit and integration tests against a real kube-apiserver, etcd of every supported minor, an S3 server, helm and promtool (built on first use).
 	@assets="$$(go run ./hack/binaries envtest)"; \
 	etcd_dirs="$$(go run ./hack/binaries etcd | paste -sd: -)"; \
 	s3server_dir="$$(go run ./hack/binaries s3server)"; \
 	helm_dir="$$(go run ./hack/binaries helm)"; \
+	promtool_dir="$$(go run ./hack/binaries promtool)"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	echo "ETCD_BIN_DIRS=$$etcd_dirs"; \
 	echo "S3SERVER_BIN_DIR=$$s3server_dir"; \
 	echo "HELM_BIN_DIR=$$helm_dir"; \
-	KUBEBUILDER_ASSETS="$$assets" ETCD_BIN_DIRS="$$etcd_dirs" S3SERVER_BIN_DIR="$$s3server_dir" HELM_BIN_DIR="$$helm_dir" go test $(GO_TEST_FLAGS) ./...
+	echo "PROMTOOL_BIN_DIR=$$promtool_dir"; \
+	KUBEBUILDER_ASSETS="$$assets" ETCD_BIN_DIRS="$$etcd_dirs" S3SERVER_BIN_DIR="$$s3server_dir" HELM_BIN_DIR="$$helm_dir" PROMTOOL_BIN_DIR="$$promtool_dir" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-race
 test-race: GO_TEST_FLAGS += -race
