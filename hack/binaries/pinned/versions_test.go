@@ -113,7 +113,7 @@ func TestVersionsFromEnv(t *testing.T) {
 			name: "no etcd at all",
 			in: map[string]string{
 				"KUBERNETES_VERSION": "1.35.4", "ENVTEST_ETCD_VERSION": "3.6.16", "COREDNS_VERSION": "1.14.7",
-				"HELM_VERSION": "4.3.2",
+				"HELM_VERSION":       "4.3.2",
 				"PROMETHEUS_VERSION": "3.16.0",
 			},
 			wantErr: "no ETCD_VERSION_",
