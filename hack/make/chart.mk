@@ -8,7 +8,8 @@ HELM_BIN = "$$(go run ./hack/binaries helm)/helm"
 # Every optional part, in the namespace-scoped mode with two namespaces.
 CHART_ALL_ON := --set manager.watchNamespaces={etcd,team-b} --set namespace.create=true \
 	--set metrics.serviceMonitor.enabled=true --set etcdMetrics.podMonitor.enabled=true \
-	--set networkPolicy.enabled=true --set memberDeletionGuard.allowedUsers={alice}
+	--set networkPolicy.enabled=true --set memberDeletionGuard.allowedUsers={alice} \
+	--set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true
 
 .PHONY: chart-lint
 chart-lint: ## helm lint --strict and helm template the chart: default values, then every optional part in the namespaced mode.

@@ -1,6 +1,8 @@
 package chart
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -60,7 +62,7 @@ func TestOptionalParts(t *testing.T) {
 	t.Parallel()
 	objs := mustTemplate(t, "manager.watchNamespaces={etcd,team-b}", "namespace.create=true",
 		"metrics.serviceMonitor.enabled=true", "etcdMetrics.podMonitor.enabled=true", "networkPolicy.enabled=true",
-		"memberDeletionGuard.allowedUsers={alice}")
+		"memberDeletionGuard.allowedUsers={alice}", "monitoring.prometheusRule.enabled=true", "monitoring.grafanaDashboard.enabled=true")
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
@@ -68,12 +70,17 @@ func TestOptionalParts(t *testing.T) {
 	for kind, n := range map[string]int{
 		"Namespace": 1, "ServiceMonitor": 1, "PodMonitor": 1, "NetworkPolicy": 1, "ClusterRole": 0,
 		"ClusterRoleBinding": 0, "Role": 3, "RoleBinding": 3, "CustomResourceDefinition": 6,
-		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, "PrometheusRule": 1, "ConfigMap": 1,
 	} {
 		if kinds[kind] != n {
 			t.Errorf("%d objects of kind %s, want %d", kinds[kind], kind, n)
 		}
 	}
+	sm := find(t, objs, "ServiceMonitor")
+	if endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints"); len(endpoints) != 1 || endpoints[0].(map[string]any)["honorLabels"] != true {
+		t.Errorf("ServiceMonitor endpoints = %v, want one with honorLabels (the per-cluster namespace label)", endpoints)
+	}
+	requireMonitoringCopies(t, objs)
 	pm := find(t, objs, "PodMonitor")
 	if got, _, _ := unstructured.NestedStringSlice(pm.Object, "spec", "namespaceSelector", "matchNames"); !slices.Equal(got, []string{"etcd", "team-b"}) {
 		t.Errorf("PodMonitor namespaces = %q, want the watched ones", got)
@@ -100,14 +107,14 @@ func TestOldKubernetesRefused(t *testing.T) {
 	}
 }
 
-func find(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
-	t.Helper()
+func find(tb testing.TB, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	tb.Helper()
 	for _, o := range objs {
 		if o.GetKind() == kind {
 			return o
 		}
 	}
-	t.Errorf("no %s rendered", kind)
+	tb.Fatalf("no %s rendered", kind)
 	return nil
 }
 
@@ -124,4 +131,32 @@ func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 	}
 	t.Fatal("no manager container")
 	return nil
+}
+
+// requireMonitoringCopies checks that the PrometheusRule carries every alert of
+// config/prometheus and the dashboard ConfigMap the dashboard of config/grafana.
+func requireMonitoringCopies(tb testing.TB, objs []*unstructured.Unstructured) {
+	tb.Helper()
+	rule := find(tb, objs, "PrometheusRule")
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	alerts := 0
+	for _, g := range groups {
+		rules, _ := g.(map[string]any)["rules"].([]any)
+		alerts += len(rules)
+	}
+	want, err := os.ReadFile(filepath.Join(repoRoot, "config", "prometheus", "alerts.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if n := strings.Count(string(want), "- alert: "); alerts != n || n == 0 {
+		tb.Errorf("the PrometheusRule holds %d rules, config/prometheus/alerts.yaml %d alerts", alerts, n)
+	}
+	cm := find(tb, objs, "ConfigMap")
+	dashboard, err := os.ReadFile(filepath.Join(repoRoot, "config", "grafana", "etcd-operator.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedString(cm.Object, "data", "etcd-operator.json"); got != strings.TrimRight(string(dashboard), "\n") {
+		tb.Errorf("the dashboard ConfigMap differs from config/grafana/etcd-operator.json (%d and %d bytes)", len(got), len(dashboard))
+	}
 }
