@@ -246,8 +246,14 @@ func foreignPVC(c *etcdv1alpha2.EtcdCluster, pvc *corev1.PersistentVolumeClaim) 
 	if id := retainedClusterID(c, pvc); id != "" && id == c.Status.ClusterID {
 		return false // retained by an earlier cluster of this name, whose data this one took over
 	}
-	ref := metav1.GetControllerOf(pvc)
-	return (ref != nil && ref.UID != c.UID) || pvc.CreationTimestamp.Before(&c.CreationTimestamp)
+	// A PVC this cluster controls is its own whatever its age: the cluster only takes ownership of
+	// data it took over, and a retained PVC re-owned under reclaimPolicy Delete right after its
+	// re-adoption would otherwise turn foreign, which stopped the re-adoption of the others
+	// (docs/design/storage.md, "Reclaim policy").
+	if ref := metav1.GetControllerOf(pvc); ref != nil {
+		return ref.UID != c.UID
+	}
+	return pvc.CreationTimestamp.Before(&c.CreationTimestamp)
 }
 
 // retainedClusterID is the cluster ID recorded on a PVC an earlier cluster of the same name kept

@@ -142,6 +142,10 @@ func TestRetainedPVCs(t *testing.T) {
 		"no cluster ID recorded":          {pvc(time.Hour, "", map[string]string{etcdv1alpha2.AnnotationMemberUID: "m"}), "", "", true},
 		"this cluster's own, unowned":     {pvc(-time.Hour, "", stamped), "c1d", "", false},
 		"this cluster's own, owned by it": {pvc(-time.Hour, "new", stamped), "c1d", "", false},
+		// Re-owned (reclaimPolicy Delete) right after its re-adoption: an e2e-full run re-adopted
+		// one of three retained PVCs, the member controller re-owned it, it turned foreign for
+		// being older than the cluster, and the other two were never re-adopted (no quorum).
+		"kept, taken over and re-owned by this cluster": {pvc(time.Hour, "new", stamped), "c1d", "", false},
 	} {
 		cur := c.DeepCopy()
 		cur.Status.ClusterID = tc.latched
