@@ -20,8 +20,8 @@ import (
 // VolumesPerNode is how many local PVs up keeps available on each node in the default class.
 // Released PVs are recycled only by the next up, so the pool must hold what one run of the full
 // e2e set uses: with 40 per node it ran dry before the end (every PV Released, new members'
-// Pods unschedulable).
-const VolumesPerNode = 96
+// Pods unschedulable), and a later full set used all 96 per node (288 Released at its end).
+const VolumesPerNode = 160
 
 // ExpandableVolumesPerNode is how many local PVs up keeps available on each node in
 // ExpandableStorageClassName.
