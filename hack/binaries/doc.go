@@ -13,7 +13,8 @@
 //	go run ./hack/binaries s3server     # the S3 server of tests (SeaweedFS; hack/s3server, pinned in its go.mod)
 //	go run ./hack/binaries helm         # the helm CLI that checks charts/etcd-operator
 //	go run ./hack/binaries promtool     # Prometheus's promtool, for the alerting rules' tests
-//	go run ./hack/binaries all          # kubernetes, every pinned etcd, coredns, certmanager, s3server, helm, promtool
+//	go run ./hack/binaries prometheus   # the Prometheus server of the e2e monitoring test (same release as promtool)
+//	go run ./hack/binaries all          # kubernetes, every pinned etcd, coredns, certmanager, s3server, helm, promtool, prometheus
 //
 // Each subcommand prints only absolute folder paths on stdout, one per line, so it composes in
 // shell: KUBEBUILDER_ASSETS="$(go run ./hack/binaries envtest)". Progress and timings go to

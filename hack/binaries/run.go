@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
 
-const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|s3server|helm|promtool|all>`
+const usage = `usage: go run ./hack/binaries <envtest|kubernetes|etcd [x.y.z ...]|coredns|certmanager|certmanager-crds|s3server|helm|promtool|prometheus|all>`
 
 // run dispatches one subcommand, printing the folders it yields on stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -68,10 +68,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		steps = append(steps, b.Helm)
 	case "promtool":
 		steps = append(steps, b.Promtool)
+	case "prometheus":
+		steps = append(steps, b.Prometheus)
 	case "all":
 		steps = append(steps, b.Kubernetes)
 		etcd(nil)
-		steps = append(steps, b.CoreDNS, certManager, s3Server, b.Helm, b.Promtool)
+		steps = append(steps, b.CoreDNS, certManager, s3Server, b.Helm, b.Promtool, b.Prometheus)
 	default:
 		return fmt.Errorf("unknown subcommand %q\n%s", sub, usage)
 	}

@@ -17,7 +17,7 @@ cluster-status: ## Show the local cluster's components, memory, nodes and DNS.
 	@$(LOCALCLUSTER) status
 
 .PHONY: cluster-binaries
-cluster-binaries: ## Build (or reuse) every pinned binary: Kubernetes, etcd for each minor, CoreDNS, cert-manager, the S3 server, promtool.
+cluster-binaries: ## Build (or reuse) every pinned binary: Kubernetes, etcd for each minor, CoreDNS, cert-manager, the S3 server, promtool, the Prometheus server.
 	@go run ./hack/binaries all
 
 .PHONY: cluster-probe

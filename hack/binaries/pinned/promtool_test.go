@@ -36,6 +36,14 @@ func TestPromtoolSet(t *testing.T) {
 	if set.name != "prometheus-v3.16.0" || set.packages[PromtoolBinary] != promtoolPackage || set.tags != promtoolTags {
 		t.Errorf("promtool set = %+v", set)
 	}
+	// The server comes from the same release, in the same folder, with the same recipe but its
+	// package: one pin, one tools module.
+	if set.packages[PrometheusBinary] != prometheusPackage {
+		t.Errorf("prometheus package = %q, want %q", set.packages[PrometheusBinary], prometheusPackage)
+	}
+	if r := recipeOf(set, PrometheusBinary, "go1.26.8"); !strings.Contains(r, "package="+prometheusPackage+"\n") || !strings.Contains(r, "tags=remove_all_sd\n") {
+		t.Errorf("prometheus recipe %q", r)
+	}
 	goMod, err := set.goMod(t.Context())
 	if err != nil || !strings.Contains(string(goMod), "github.com/prometheus/prometheus v0.316.0") {
 		t.Errorf("tools go.mod = %s, %v; want it to require prometheus v0.316.0", goMod, err)
