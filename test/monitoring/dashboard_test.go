@@ -1,7 +1,6 @@
 package monitoring
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,48 +21,17 @@ import (
 	_ "github.com/etcd-operator/etcd-operator/internal/operator"
 )
 
-const dashboardFile = "config/grafana/etcd-operator.json"
-
-// panel is the part of a Grafana panel this package reads; rows nest panels when collapsed.
-type panel struct {
-	Title   string  `json:"title"`
-	Type    string  `json:"type"`
-	Panels  []panel `json:"panels"`
-	Targets []struct {
-		Expr string `json:"expr"`
-	} `json:"targets"`
-}
-
-type dashboard struct {
-	UID        string  `json:"uid"`
-	Panels     []panel `json:"panels"`
-	Templating struct {
-		List []struct {
-			Name  string `json:"name"`
-			Type  string `json:"type"`
-			Query any    `json:"query"`
-		} `json:"list"`
-	} `json:"templating"`
-}
-
 // query is one PromQL expression of the dashboard, with where it comes from.
 type query struct{ where, expr string }
 
-func readDashboard(tb testing.TB) dashboard {
+func readDashboard(tb testing.TB) Dashboard {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(tb), dashboardFile))
+	d, err := ReadDashboard(repoRoot(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var d dashboard
-	if err := json.Unmarshal(data, &d); err != nil {
-		tb.Fatalf("%s: %v", dashboardFile, err)
-	}
 	return d
 }
-
-// grafanaVariable matches $name, ${name} and [[name]] references.
-var grafanaVariable = regexp.MustCompile(`\$\{?(\w+)\}?|\[\[(\w+)\]\]`)
 
 // labelValues matches a Grafana variable query label_values(<selector>, <label>).
 var labelValues = regexp.MustCompile(`^label_values\((.*),\s*\w+\s*\)$`)
@@ -71,22 +39,17 @@ var labelValues = regexp.MustCompile(`^label_values\((.*),\s*\w+\s*\)$`)
 // queries returns every PromQL expression of d with the Grafana variables replaced by values
 // Prometheus accepts: ranges by 5m, everything else by a name (inside a regex matcher, a
 // name is a valid regex).
-func queries(tb testing.TB, d dashboard) []query {
+func queries(tb testing.TB, d Dashboard) []query {
 	tb.Helper()
 	var out []query
-	var walk func([]panel)
-	walk = func(ps []panel) {
-		for _, p := range ps {
-			if p.Type != "row" && len(p.Targets) == 0 {
-				tb.Errorf("panel %q has no query", p.Title)
-			}
-			for i, tg := range p.Targets {
-				out = append(out, query{fmt.Sprintf("panel %q, target %d", p.Title, i), tg.Expr})
-			}
-			walk(p.Panels)
+	for _, p := range d.Graphs() {
+		if len(p.Targets) == 0 {
+			tb.Errorf("panel %q has no query", p.Title)
+		}
+		for i, tg := range p.Targets {
+			out = append(out, query{fmt.Sprintf("panel %q, target %d", p.Title, i), tg.Expr})
 		}
 	}
-	walk(d.Panels)
 	for _, v := range d.Templating.List {
 		if v.Type != "query" {
 			continue
@@ -101,8 +64,8 @@ func queries(tb testing.TB, d dashboard) []query {
 		out = append(out, query{"variable " + v.Name, m[1]})
 	}
 	for i := range out {
-		out[i].expr = grafanaVariable.ReplaceAllStringFunc(out[i].expr, func(v string) string {
-			if strings.Contains(v, "interval") {
+		out[i].expr = Substitute(out[i].expr, func(name string) string {
+			if strings.Contains(name, "interval") {
 				return "5m"
 			}
 			return "x"

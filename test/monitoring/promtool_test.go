@@ -63,6 +63,6 @@ func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	bin := requirePromtool(t)
 	t.Log(promtool(t, bin, "--version"))
-	t.Log(promtool(t, bin, "check", "rules", rulesFile))
+	t.Log(promtool(t, bin, "check", "rules", RulesFile))
 	t.Log(promtool(t, bin, "test", "rules", alertTestsFile))
 }

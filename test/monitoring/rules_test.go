@@ -15,23 +15,9 @@ import (
 // Files, relative to the repository root.
 const (
 	prometheusRuleFile = "config/prometheus/alerts.yaml"
-	rulesFile          = "config/prometheus/rules.yaml"
 	alertTestsFile     = "config/prometheus/tests/alerts_test.yaml"
 	monitoringDoc      = "docs/monitoring.md"
 )
-
-// ruleGroups is the part of a rule file this package reads.
-type ruleGroups struct {
-	Groups []struct {
-		Name  string `json:"name"`
-		Rules []struct {
-			Alert       string            `json:"alert"`
-			Record      string            `json:"record"`
-			Expr        string            `json:"expr"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"rules"`
-	} `json:"groups"`
-}
 
 // alertTests is the part of a promtool test file this package reads.
 type alertTests struct {
@@ -55,10 +41,12 @@ func readYAML(tb testing.TB, rel string, into any) {
 }
 
 // readRules returns the groups of the plain rule file.
-func readRules(tb testing.TB) ruleGroups {
+func readRules(tb testing.TB) RuleGroups {
 	tb.Helper()
-	var g ruleGroups
-	readYAML(tb, rulesFile, &g)
+	g, err := ReadRuleGroups(repoRoot(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return g
 }
 
@@ -78,7 +66,7 @@ func TestRuleFileIsThePrometheusRule(t *testing.T) {
 		t.Fatalf("%s: kind %q, %v; want a PrometheusRule", prometheusRuleFile, pr.Kind, err)
 	}
 	var plain map[string]any
-	data, err = os.ReadFile(filepath.Join(repoRoot(t), rulesFile))
+	data, err = os.ReadFile(filepath.Join(repoRoot(t), RulesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +74,7 @@ func TestRuleFileIsThePrometheusRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(pr.Spec, plain); diff != "" {
-		t.Errorf("%s differs from the spec of %s; run `make manifests` (-PrometheusRule +rule file):\n%s", rulesFile, prometheusRuleFile, diff)
+		t.Errorf("%s differs from the spec of %s; run `make manifests` (-PrometheusRule +rule file):\n%s", RulesFile, prometheusRuleFile, diff)
 	}
 }
 
