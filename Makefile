@@ -63,18 +63,20 @@ envtest-assets: ## Build (or reuse) kube-apiserver, etcd and kubectl for the env
 	@go run ./hack/binaries envtest
 
 .PHONY: test
-test: ## Unit and integration tests against a real kube-apiserver, etcd of every supported minor, an S3 server, helm and promtool (built on first use).
+test: ## Unit and integration tests against a real kube-apiserver, etcd of every supported minor, an S3 server, helm, promtool and Prometheus (built on first use).
 	@assets="$$(go run ./hack/binaries envtest)"; \
 	etcd_dirs="$$(go run ./hack/binaries etcd | paste -sd: -)"; \
 	s3server_dir="$$(go run ./hack/binaries s3server)"; \
 	helm_dir="$$(go run ./hack/binaries helm)"; \
 	promtool_dir="$$(go run ./hack/binaries promtool)"; \
+	prometheus_dir="$$(go run ./hack/binaries prometheus)"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	echo "ETCD_BIN_DIRS=$$etcd_dirs"; \
 	echo "S3SERVER_BIN_DIR=$$s3server_dir"; \
 	echo "HELM_BIN_DIR=$$helm_dir"; \
 	echo "PROMTOOL_BIN_DIR=$$promtool_dir"; \
-	KUBEBUILDER_ASSETS="$$assets" ETCD_BIN_DIRS="$$etcd_dirs" S3SERVER_BIN_DIR="$$s3server_dir" HELM_BIN_DIR="$$helm_dir" PROMTOOL_BIN_DIR="$$promtool_dir" go test $(GO_TEST_FLAGS) ./...
+	echo "PROMETHEUS_BIN_DIR=$$prometheus_dir"; \
+	KUBEBUILDER_ASSETS="$$assets" ETCD_BIN_DIRS="$$etcd_dirs" S3SERVER_BIN_DIR="$$s3server_dir" HELM_BIN_DIR="$$helm_dir" PROMTOOL_BIN_DIR="$$promtool_dir" PROMETHEUS_BIN_DIR="$$prometheus_dir" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-race
 test-race: GO_TEST_FLAGS += -race
