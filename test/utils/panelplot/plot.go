@@ -63,7 +63,7 @@ func WritePNG(f Figure, w io.Writer) error {
 	}
 	rows := make([][]*plot.Plot, len(f.Panels))
 	for i, p := range f.Panels {
-		pl, err := f.panelPlot(p, i == len(f.Panels)-1)
+		pl, err := f.panelPlot(p, i == 0, i == len(f.Panels)-1)
 		if err != nil {
 			return fmt.Errorf("panel %q: %w", p.Title, err)
 		}
@@ -88,17 +88,23 @@ func WritePNG(f Figure, w io.Writer) error {
 	return err
 }
 
-// panelPlot builds one panel's plot; only the bottom panel names the time axis.
-func (f Figure) panelPlot(p Panel, bottom bool) (*plot.Plot, error) {
+// legendRoom is the share of the time axis added on the right of the data, where the legend
+// goes without covering a line.
+const legendRoom = 0.3
+
+// panelPlot builds one panel's plot; only the top panel names the markers, only the bottom one
+// the time axis.
+func (f Figure) panelPlot(p Panel, top, bottom bool) (*plot.Plot, error) {
 	pl := plot.New()
 	pl.Title.Text = p.Title
 	pl.Y.Label.Text = p.Unit
 	if bottom {
 		pl.X.Label.Text = "seconds since " + f.Start.UTC().Format("15:04:05 UTC")
 	}
-	pl.Legend.Top, pl.Legend.Left = true, true
+	pl.Legend.Top = true
 	pl.Add(plotter.NewGrid())
 	lo, hi := math.Inf(1), math.Inf(-1)
+	first, last := math.Inf(1), math.Inf(-1)
 	for i, s := range p.Series {
 		if len(s.Points) == 0 {
 			continue
@@ -107,6 +113,7 @@ func (f Figure) panelPlot(p Panel, bottom bool) (*plot.Plot, error) {
 		for j, pt := range s.Points {
 			xys[j] = plotter.XY{X: pt.T.Sub(f.Start).Seconds(), Y: pt.V}
 			lo, hi = math.Min(lo, pt.V), math.Max(hi, pt.V)
+			first, last = math.Min(first, xys[j].X), math.Max(last, xys[j].X)
 		}
 		line, err := plotter.NewLine(xys)
 		if err != nil {
@@ -124,6 +131,7 @@ func (f Figure) panelPlot(p Panel, bottom bool) (*plot.Plot, error) {
 	}
 	lo, hi = padded(lo, hi)
 	pl.Y.Min, pl.Y.Max = lo, hi
+	pl.X.Min, pl.X.Max = first, last+(last-first)*legendRoom
 	for i, m := range f.Markers {
 		x := m.At.Sub(f.Start).Seconds()
 		line, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo}, {X: x, Y: hi}})
@@ -133,7 +141,9 @@ func (f Figure) panelPlot(p Panel, bottom bool) (*plot.Plot, error) {
 		line.Color = color.Gray{Y: 90}
 		line.Dashes = []vg.Length{vg.Points(4), vg.Points(2 + 2*float64(i))}
 		pl.Add(line)
-		pl.Legend.Add(m.Label, line)
+		if top {
+			pl.Legend.Add(m.Label, line)
+		}
 	}
 	return pl, nil
 }
