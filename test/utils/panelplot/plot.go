@@ -42,12 +42,17 @@ type Marker struct {
 	Label string
 }
 
-// Figure is panels stacked over one time axis, in seconds since Start.
+// Figure is panels stacked over one time axis, in seconds since Start; StartLabel, when set,
+// names that moment on the axis. Samples further apart than MaxGap (when set) are not joined:
+// a series that was absent for a while (Prometheus's range queries return no sample for it) is
+// drawn as separate segments, not as a line through the time it did not exist.
 type Figure struct {
-	Title   string
-	Start   time.Time
-	Panels  []Panel
-	Markers []Marker
+	Title      string
+	Start      time.Time
+	StartLabel string
+	MaxGap     time.Duration
+	Panels     []Panel
+	Markers    []Marker
 }
 
 // Size of the image: the width, and the height of one panel.
@@ -99,7 +104,11 @@ func (f Figure) panelPlot(p Panel, top, bottom bool) (*plot.Plot, error) {
 	pl.Title.Text = p.Title
 	pl.Y.Label.Text = p.Unit
 	if bottom {
-		pl.X.Label.Text = "seconds since " + f.Start.UTC().Format("15:04:05 UTC")
+		at := f.Start.UTC().Format("15:04:05 UTC")
+		if f.StartLabel != "" {
+			at = f.StartLabel + " (" + at + ")"
+		}
+		pl.X.Label.Text = "seconds since " + at
 	}
 	pl.Legend.Top = true
 	pl.Add(plotter.NewGrid())
@@ -109,22 +118,26 @@ func (f Figure) panelPlot(p Panel, top, bottom bool) (*plot.Plot, error) {
 		if len(s.Points) == 0 {
 			continue
 		}
-		xys := make(plotter.XYs, len(s.Points))
-		for j, pt := range s.Points {
-			xys[j] = plotter.XY{X: pt.T.Sub(f.Start).Seconds(), Y: pt.V}
-			lo, hi = math.Min(lo, pt.V), math.Max(hi, pt.V)
-			first, last = math.Min(first, xys[j].X), math.Max(last, xys[j].X)
+		for j, seg := range f.segments(s.Points) {
+			xys := make(plotter.XYs, len(seg))
+			for k, pt := range seg {
+				xys[k] = plotter.XY{X: pt.T.Sub(f.Start).Seconds(), Y: pt.V}
+				lo, hi = math.Min(lo, pt.V), math.Max(hi, pt.V)
+				first, last = math.Min(first, xys[k].X), math.Max(last, xys[k].X)
+			}
+			line, err := plotter.NewLine(xys)
+			if err != nil {
+				return nil, fmt.Errorf("series %q: %w", s.Name, err)
+			}
+			// Gauges hold their value until the next sample.
+			line.StepStyle = plotter.PostStep
+			line.Color = plotutil.Color(i)
+			line.Width = vg.Points(1.5)
+			pl.Add(line)
+			if j == 0 {
+				pl.Legend.Add(s.Name, line)
+			}
 		}
-		line, err := plotter.NewLine(xys)
-		if err != nil {
-			return nil, fmt.Errorf("series %q: %w", s.Name, err)
-		}
-		// Gauges hold their value until the next sample.
-		line.StepStyle = plotter.PostStep
-		line.Color = plotutil.Color(i)
-		line.Width = vg.Points(1.5)
-		pl.Add(line)
-		pl.Legend.Add(s.Name, line)
 	}
 	if math.IsInf(lo, 0) {
 		return nil, errors.New("no samples")
@@ -146,6 +159,19 @@ func (f Figure) panelPlot(p Panel, top, bottom bool) (*plot.Plot, error) {
 		}
 	}
 	return pl, nil
+}
+
+// segments splits points where two samples are further apart than f.MaxGap.
+func (f Figure) segments(points []Point) [][]Point {
+	var out [][]Point
+	start := 0
+	for i := 1; i <= len(points); i++ {
+		if i == len(points) || (f.MaxGap > 0 && points[i].T.Sub(points[i-1].T) > f.MaxGap) {
+			out = append(out, points[start:i])
+			start = i
+		}
+	}
+	return out
 }
 
 // padded widens [lo, hi] so that a line at either bound is not drawn on the frame, and a

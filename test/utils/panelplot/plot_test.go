@@ -2,6 +2,7 @@ package panelplot
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"testing"
 	"time"
@@ -58,5 +59,26 @@ func TestWritePNG(t *testing.T) {
 	}
 	if err := WritePNG(Figure{Panels: []Panel{{Title: "empty"}}}, &buf); err == nil {
 		t.Error("a panel without samples was drawn, want an error")
+	}
+}
+
+// TestSegments: samples further apart than MaxGap start a new segment; without MaxGap every
+// sample is joined.
+func TestSegments(t *testing.T) {
+	t.Parallel()
+	at := func(s int) Point { return Point{T: time.Unix(int64(s), 0)} }
+	points := []Point{at(0), at(1), at(2), at(10), at(11), at(30)}
+	lens := func(f Figure) []int {
+		var n []int
+		for _, seg := range f.segments(points) {
+			n = append(n, len(seg))
+		}
+		return n
+	}
+	if got := lens(Figure{MaxGap: 2 * time.Second}); fmt.Sprint(got) != "[3 2 1]" {
+		t.Errorf("segments with MaxGap 2s: %v, want [3 2 1]", got)
+	}
+	if got := lens(Figure{}); fmt.Sprint(got) != "[6]" {
+		t.Errorf("segments without MaxGap: %v, want [6]", got)
 	}
 }
