@@ -34,6 +34,10 @@ const (
 	dashboardRateInterval = "1m"
 	// dashboardStep is the resolution of the dashboard's range queries.
 	dashboardStep = 5 * time.Second
+	// steadyFor is how long the series must show a healthy cluster before the fault and after
+	// the heal, so that the plot shows both states, not only the transitions (a bootstrap that
+	// just ended looks like a fault).
+	steadyFor = 30 * time.Second
 )
 
 // ruleSet is the plain rule file Prometheus evaluates, and its alerts' expressions by name.
@@ -352,5 +356,16 @@ func (p *scrapeRun) requireSeriesGone(f *framework.Test, name string) {
 		}
 		slices.Sort(names)
 		return len(v) == 0, strings.Join(slices.Compact(names), ", ")
+	})
+}
+
+// waitSteady waits until the quorum margin has been 1 in every scrape of the last steadyFor.
+func (p *scrapeRun) waitSteady(f *framework.Test, name string) {
+	f.T.Helper()
+	margin := fmt.Sprintf("etcd_operator_cluster_quorum_margin{%s}[%ds]", selector(f, name), int(steadyFor.Seconds()))
+	scrapes := int(steadyFor/p.srv.Interval) * 4 / 5
+	expr := fmt.Sprintf("min_over_time(%s) == 1 and count_over_time(%s) >= %d", margin, margin, scrapes)
+	p.waitQuery(f, fmt.Sprintf("quorum margin 1 for %s", steadyFor), expr, func(v model.Vector) (bool, string) {
+		return len(v) == 1, fmt.Sprintf("%d series", len(v))
 	})
 }

@@ -55,13 +55,21 @@ func (p *scrapeRun) plotHeal(f *framework.Test, name string, killed, healed time
 			{"etcd_operator_cluster_learners" + sel, named("learners")},
 		}},
 		{"Member answers (etcd_operator_member_up)", "up", []plotQuery{{"etcd_operator_member_up" + sel, byLabel("member")}}},
-		{"Heal in progress", "", []plotQuery{{"etcd_operator_cluster_heal_in_progress" + sel, named("healing")}}},
+		// The counter itself rather than the dashboard's increase(): each step is one action.
+		{"Membership actions (etcd_operator_membership_actions_total)", "actions", []plotQuery{
+			{"etcd_operator_membership_actions_total" + sel, func(m model.Metric) string {
+				return string(m["type"]) + " " + string(m["outcome"])
+			}},
+		}},
 		{"Database size", "MiB", []plotQuery{{"etcd_operator_member_db_size_bytes" + sel + " / 2^20", byLabel("member")}}},
 	}
 	start, end := killed.Add(-plotLead), time.Now()
 	fig := panelplot.Figure{
-		Title:   fmt.Sprintf("3-member cluster: one member crash-loops and is replaced (%s of Prometheus scrapes)", end.Sub(start).Round(time.Second)),
-		Start:   killed,
+		Title:      fmt.Sprintf("3-member cluster: one member crash-loops and is replaced (%s of Prometheus scrapes)", end.Sub(start).Round(time.Second)),
+		Start:      killed,
+		StartLabel: "the first kill",
+		// A series without a sample for two scrapes was absent: no line through that time.
+		MaxGap:  2 * p.srv.Interval,
 		Markers: []panelplot.Marker{{At: killed, Label: "first kill"}, {At: healed, Label: "replaced: 3 voters"}},
 	}
 	for _, pn := range panels {

@@ -25,7 +25,7 @@ const (
 // the operator's /metrics (honor_labels, as the chart's ServiceMonitor) and every member's
 // metrics port 2381 with the namespace, cluster and pod labels the chart's PodMonitor gives,
 // and evaluating config/prometheus/rules.yaml (docs/monitoring.md, "The e2e Prometheus"). On a
-// 3-member cluster with 200 keys and one PVC snapshot it checks the per-cluster series against
+// 3-member Memory cluster with 200 keys and one snapshot to S3 it checks the per-cluster series against
 // the cluster's real state: voters and learners against etcd's member list, ready members
 // against the Ready voter Pods, the quorum margin, the leader against etcd's Status (the
 // operator's has_leader and etcd's own is_leader of that Pod) and each member's database size
@@ -48,11 +48,17 @@ func TestMonitoringHeal(t *testing.T) {
 	const name = "prom"
 	started := time.Now()
 	p := startMonitoring(f)
-	createCluster(f, newCluster(f, name, 3))
+	// Memory members and a snapshot to S3: what Prometheus sees does not depend on the medium,
+	// and the test takes no volume from the cluster's shared pool (docs/local-cluster.md,
+	// "Storage"). A killed etcd restarts with its tmpfs data, as a PVC member does.
+	ec := newCluster(f, name, 3)
+	ec.Spec.Storage.Medium = etcdv1alpha2.StorageMediumMemory
+	createCluster(f, ec)
 	waitConverged(f, name, 3, bootstrapTimeout)
 	fillAndSnapshot(f, name)
 	p.requireTargetsUp(f, name)
 	p.requireClusterState(f, name)
+	p.waitSteady(f, name)
 
 	victim := pickMember(f, name, pickFollower)
 	hist := watchHistory(f, name)
@@ -64,6 +70,7 @@ func TestMonitoringHeal(t *testing.T) {
 	f.Record("monitoring-heal", since(killed), fmt.Sprintf("etcd of a follower killed on every start (%d kills) → replaced, converged with 3 voters", kills))
 	p.requireFaultSeen(f, name, victim, killed, healed)
 	p.requireRecovered(f, name)
+	p.waitSteady(f, name)
 	p.requireRulesEvaluate(f)
 	p.requireDashboardData(f, name, started)
 	p.plotHeal(f, name, killed, healed)
@@ -94,15 +101,16 @@ func startMonitoring(f *framework.Test) *scrapeRun {
 	return &scrapeRun{srv: srv, rules: rules}
 }
 
-// fillAndSnapshot writes 200 keys and takes one snapshot to a PVC, so that the database-size
-// and snapshot panels have something to show.
+// fillAndSnapshot writes 200 keys and takes one snapshot to a real S3 server on the host, so
+// that the database-size and snapshot panels have something to show.
 func fillAndSnapshot(f *framework.Test, name string) {
 	f.T.Helper()
 	cli, _ := dialVoters(f, name)
 	putKeys(f, cli, "/monitoring/", 200)
-	createClaim(f, "backups")
-	snap := createSnapshot(f, name+"-1", name, etcdv1alpha2.SnapshotLocation{
-		PVC: &etcdv1alpha2.PVCSnapshotLocation{ClaimName: "backups", SubPath: "monitoring"}})
+	srv := f.S3()
+	bucket := srv.CreateBucketForTest(f.T)
+	createS3Credentials(f, "s3-creds", srv.AccessKey, srv.SecretKey)
+	snap := createSnapshot(f, name+"-1", name, etcdv1alpha2.SnapshotLocation{S3: s3Location(srv, bucket, "monitoring", "s3-creds")})
 	if snap = waitSnapshotFinal(f, snap.Name); snap.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete {
 		f.T.Fatalf("snapshot %s ended %s", snap.Name, snap.Status.Phase)
 	}
