@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -19,48 +20,77 @@ import (
 // Pod's address, as if the Pod had sent it. Only the socket is created there; the calling
 // goroutine keeps its own namespace. It needs CAP_SYS_ADMIN (the e2e tests run as root).
 func DialUDPInNetNS(pid int, addr *net.UDPAddr) (*net.UDPConn, error) {
-	type result struct {
-		conn *net.UDPConn
-		err  error
+	var conn *net.UDPConn
+	err := InNetNS(pid, func() error {
+		var err error
+		conn, err = net.DialUDP("udp", nil, addr)
+		return err
+	})
+	if err != nil && conn != nil {
+		_ = conn.Close()
+		return nil, err
 	}
-	done := make(chan result, 1)
+	return conn, err
+}
+
+// DialInNetNS connects to addr (an IP literal and a port) over network ("tcp", "udp") from
+// the network namespace of process pid, as DialUDPInNetNS does: the socket belongs to that
+// namespace for its whole life, so a TCP connection opened here is a Pod's connection, routed
+// by the Pod's interface and the node's Service rules (docs/testing-e2e.md, "In-cluster
+// clients").
+func DialInNetNS(ctx context.Context, pid int, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	err := InNetNS(pid, func() error {
+		var err error
+		// One IP literal: the dialer connects from this goroutine, with no parallel
+		// fallback goroutine that would run in another namespace.
+		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	if err != nil && conn != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return conn, err
+}
+
+// InNetNS runs fn on an OS thread that has joined the network namespace of process pid, then
+// returns the thread to the test's namespace. Sockets fn creates stay in pid's namespace.
+func InNetNS(pid int, fn func() error) error {
+	done := make(chan error, 1)
 	go func() {
 		// setns changes the calling thread only. The goroutine holds its thread until it
 		// restored the thread's namespace; if that fails, it exits still locked and the
 		// runtime throws the thread away instead of reusing it.
 		runtime.LockOSThread()
-		conn, restored, err := dialInNetNS(pid, addr)
+		restored, err := inNetNS(pid, fn)
 		if restored {
 			runtime.UnlockOSThread()
 		}
-		done <- result{conn, err}
+		done <- err
 	}()
-	r := <-done
-	return r.conn, r.err
+	return <-done
 }
 
-func dialInNetNS(pid int, addr *net.UDPAddr) (conn *net.UDPConn, restored bool, err error) {
+func inNetNS(pid int, fn func() error) (restored bool, err error) {
 	own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 	if err != nil {
-		return nil, true, err
+		return true, err
 	}
 	defer func() { _ = own.Close() }()
 	target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {
-		return nil, true, err
+		return true, err
 	}
 	defer func() { _ = target.Close() }()
 	if err := setns(target); err != nil {
-		return nil, true, fmt.Errorf("joining the network namespace of pid %d: %w", pid, err)
+		return true, fmt.Errorf("joining the network namespace of pid %d: %w", pid, err)
 	}
-	conn, err = net.DialUDP("udp", nil, addr)
+	err = fn()
 	if rerr := setns(own); rerr != nil {
-		if conn != nil {
-			_ = conn.Close()
-		}
-		return nil, false, fmt.Errorf("returning to the test's network namespace: %w", rerr)
+		return false, errors.Join(err, fmt.Errorf("returning to the test's network namespace: %w", rerr))
 	}
-	return conn, true, err
+	return true, err
 }
 
 func setns(ns *os.File) error {
