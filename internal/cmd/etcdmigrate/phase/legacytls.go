@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/legacy"
+	"github.com/etcd-operator/etcd-operator/internal/tlsverify"
 )
 
 const keyCA = "ca.crt"
@@ -38,10 +39,7 @@ func LegacyTarget(ctx context.Context, r client.Reader, c *legacy.EtcdCluster, p
 	if !pool.AppendCertsFromPEM(ca[keyCA]) {
 		return t, fmt.Errorf("the legacy Secret %s has no PEM %s to verify the members with", caSecret, keyCA)
 	}
-	cfg := &tls.Config{
-		RootCAs: pool, MinVersion: tls.VersionTLS12,
-		ServerName: legacy.ClientServiceName(c) + "." + c.Namespace + ".svc",
-	}
+	cfg := legacyTLSConfig(c, pool)
 	parts := [][]byte{ca[keyCA]}
 	if spec.ClientSecret != "" {
 		cert, err := secretData(ctx, r, c.Namespace, spec.ClientSecret)
@@ -57,6 +55,16 @@ func LegacyTarget(ctx context.Context, r client.Reader, c *legacy.EtcdCluster, p
 	}
 	t.TLS, t.TLSDigest = cfg, etcdclient.DigestTLSMaterial(parts...)
 	return t, nil
+}
+
+// legacyTLSConfig verifies the members against pool and the legacy client Service's name. The
+// name is checked by tlsverify.As, not through ServerName alone: gRPC replaces ServerName with
+// the dialled authority, here a port-forward's 127.0.0.1:port, which no legacy certificate
+// names (docs/tls.md, "How the operator connects"); found by the e2e on the local cluster.
+func legacyTLSConfig(c *legacy.EtcdCluster, pool *x509.CertPool) *tls.Config {
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	tlsverify.As(cfg, legacy.ClientServiceName(c)+"."+c.Namespace+".svc")
+	return cfg
 }
 
 func secretData(ctx context.Context, r client.Reader, ns, name string) (map[string][]byte, error) {
