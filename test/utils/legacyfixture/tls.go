@@ -10,6 +10,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 )
 
+// clusterDomain is the cluster DNS domain the legacy certificates name (Kubernetes' default).
+const clusterDomain = "cluster.local"
+
 // Roles of the TLS Secrets; a Secret is named <cluster>-<role>.
 const (
 	rolePeerCA   = "peer-ca"
@@ -39,8 +42,11 @@ func tlsSecrets(o Options, cas map[string][]byte) ([]*corev1.Secret, error) {
 	clientSvc := legacy.ClientServiceName(c)
 	var out []*corev1.Secret
 	if o.peerTLS() {
+		// Both wildcards, as the operator's own peer certificates (docs/tls.md): under
+		// --peer-client-cert-auth etcd checks a dialling peer's certificate against the name
+		// its address resolves back to, which carries the cluster domain.
 		s, err := issue(o, cas, CAPeer, rolePeerCA, rolePeer, testpki.Leaf{
-			CommonName: o.Name + "-peer", DNSNames: []string{"*." + headless}, Usages: testpki.Both,
+			CommonName: o.Name + "-peer", DNSNames: []string{"*." + headless, "*." + headless + "." + clusterDomain}, Usages: testpki.Both,
 		})
 		if err != nil {
 			return nil, err
@@ -49,8 +55,8 @@ func tlsSecrets(o Options, cas map[string][]byte) ([]*corev1.Secret, error) {
 	}
 	s, err := issue(o, cas, CAServer, roleServerCA, roleServer, testpki.Leaf{
 		CommonName: o.Name + "-server",
-		DNSNames: []string{"*." + headless, clientSvc, clientSvc + "." + o.Namespace, clientSvc + "." + o.Namespace + ".svc",
-			"localhost"},
+		DNSNames: []string{"*." + headless, "*." + headless + "." + clusterDomain, clientSvc, clientSvc + "." + o.Namespace,
+			clientSvc + "." + o.Namespace + ".svc", "localhost"},
 		Usages: testpki.Both,
 	})
 	if err != nil {
