@@ -3,6 +3,7 @@ package etcdclient_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,70 @@ func TestRootAuthLifecycle(t *testing.T) {
 		t.Fatalf("dialling with the new password: %v", err)
 	} else if _, err := cli.MemberList(ctx); err != nil {
 		t.Fatalf("MemberList with the new password: %v", err)
+	}
+}
+
+// TestEnableRootAuthOverAPasswordlessRoot is the adopted legacy cluster whose root user has no
+// password (created with NoPassword, authenticated only by a client certificate whose common
+// name is root) and whose auth etcd-migrate turned off (docs/migration.md, AuthWindow):
+// EnableRootAuth must leave root with the Secret's password. A password change keeps etcd's
+// NoPassword option, and etcd then refuses every password login ("password was given for no
+// password user"), which locked the operator out of the cluster it had just adopted (found by
+// the migration e2e on the local cluster). root's other roles are kept.
+func TestEnableRootAuthOverAPasswordlessRoot(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	c := etcdproc.StartForTest(ctx, t, etcdproc.Options{Size: 1, TLS: true})
+	tlsCfg, err := c.PKI.ClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := etcdclient.DigestTLSMaterial(c.PKI.CAPEM, c.PKI.ClientCertPEM, c.PKI.ClientKeyPEM)
+	conn := func(user, password string) (*etcdclient.Conn, error) {
+		cli, err := etcdclient.New(ctx, etcdclient.Config{Endpoints: c.Endpoints(), TLS: tlsCfg.Clone(), TLSDigest: digest, Username: user, Password: password})
+		if err == nil {
+			t.Cleanup(func() { _ = cli.Close() })
+		}
+		return cli, err
+	}
+	raw, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), TLS: tlsCfg.Clone(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = raw.Close() }()
+	// What the legacy cluster held: root without a password, with the root role and another.
+	if _, err := raw.UserAddWithOptions(ctx, "root", "", &clientv3.UserAddOptions{NoPassword: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.RoleAdd(ctx, "reader"); err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"root", "reader"} {
+		if _, err := raw.UserGrantRole(ctx, "root", role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	anon, err := conn("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chosen = "adopted-Pw-4"
+	if err := anon.EnableRootAuth(ctx, chosen); err != nil {
+		t.Fatalf("EnableRootAuth: %v", err)
+	}
+	root, err := conn("root", chosen)
+	if err != nil {
+		t.Fatalf("dialling as root with the Secret's password: %v", err)
+	}
+	if _, err := root.MemberList(ctx); err != nil {
+		t.Fatalf("MemberList as root: %v", err)
+	}
+	got, err := raw.UserGet(ctx, "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got.Roles, "root") || !slices.Contains(got.Roles, "reader") {
+		t.Errorf("root's roles after EnableRootAuth: %v, want root and reader kept", got.Roles)
 	}
 }
