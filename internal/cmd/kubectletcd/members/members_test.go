@@ -3,9 +3,6 @@ package members_test
 import (
 	"encoding/base64"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,13 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	goldenfile "github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/golden"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation/invocationtest"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/members"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 const ns = "tenant-a"
 
@@ -169,24 +165,8 @@ func TestSecretsNeverAppear(t *testing.T) {
 	}
 }
 
-// golden compares got with testdata/name, or rewrites it with -update.
+// golden compares got with testdata/name through the shared helper (-update rewrites it).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); run go test with -update if the change is intended:\n%s", path, diff)
-	}
+	goldenfile.Check(t, name, []byte(got))
 }

@@ -1,13 +1,9 @@
 package status_test
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,11 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	goldenfile "github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/golden"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation/invocationtest"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 const (
 	ns  = "tenant-a"
@@ -149,24 +144,8 @@ func (w *world) env(t *testing.T) *invocationtest.Env {
 	return e
 }
 
-// golden compares got with testdata/name, or rewrites it with -update.
+// golden compares got with testdata/name through the shared helper (-update rewrites it).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); run go test with -update if the change is intended:\n%s", path, diff)
-	}
+	goldenfile.Check(t, name, []byte(got))
 }
