@@ -129,9 +129,11 @@ func factory(g *invocation.Globals, stdin *os.File, stdout, stderr io.Writer, pl
 		if err != nil {
 			return nil, err
 		}
+		dialer := &tunnel.Dialer{REST: cfg, Reader: kube, CredentialsSecret: g.CredentialsSecret,
+			PodTLS: tunnel.PodTLS{CASecret: g.CASecret, ClientCertSecret: g.ClientCertSecret}}
 		return &invocation.Deps{
 			Kube:      kube,
-			Dialer:    &tunnel.Dialer{REST: cfg, Reader: kube, CredentialsSecret: g.CredentialsSecret},
+			Dialer:    dialer,
 			Clock:     clock.RealClock{},
 			Prompter:  invocation.TerminalPrompter{In: stdin, ErrOut: stderr},
 			Out:       stdout,

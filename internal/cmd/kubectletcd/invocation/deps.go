@@ -58,6 +58,9 @@ type EtcdDialer interface {
 	// Dial reaches c's etcd through pods (member Pods, Ready or not: a member that does not
 	// answer is reported, not hidden), with c's TLS and credentials.
 	Dial(ctx context.Context, c *etcdv1alpha2.EtcdCluster, pods []corev1.Pod) (*EtcdSession, error)
+	// DialPod reaches the etcd of pod alone, through one port-forward, with the connection
+	// derived from the Pod (compatibility mode); the session's Endpoints has the Pod's name.
+	DialPod(ctx context.Context, pod *corev1.Pod) (*EtcdSession, error)
 }
 
 // Prompter asks a yes/no question of the person at the terminal.

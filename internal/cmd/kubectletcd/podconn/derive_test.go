@@ -48,8 +48,13 @@ func legacyPod(t *testing.T, o legacyfixture.Options) *corev1.Pod {
 	return s.ExpectedPods()[1]
 }
 
+// serverSecret names the server certificate Secret of operatorPod's TLS cases.
+const serverSecret = "demo-server-tls" //nolint:gosec // G101: a Secret's name, not its content
+
+func serverFile(key string) *SecretFile { return &SecretFile{Secret: serverSecret, Key: key} }
+
 func TestDerive(t *testing.T) {
-	server := &corev1.LocalObjectReference{Name: "demo-server-tls"}
+	server := &corev1.LocalObjectReference{Name: serverSecret}
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
@@ -62,13 +67,13 @@ func TestDerive(t *testing.T) {
 		name: "operator server TLS, unguarded",
 		pod:  operatorPod(t, &etcdv1alpha2.EtcdMemberTLS{ClientServerSecretRef: server}, false),
 		want: Target{Namespace: "tenant", Pod: "demo-a", Container: "etcd", Member: "demo-a", Scheme: "https", Port: 2379, ServerName: "demo-a.demo.tenant.svc",
-			ServerCert: &SecretFile{Secret: "demo-server-tls", Key: "tls.crt"}, QuotaBackendBytes: operatorQuota()},
+			ServerCert: serverFile("tls.crt"), QuotaBackendBytes: operatorQuota()},
 	}, {
 		name: "operator mTLS, guarded",
 		pod:  operatorPod(t, &etcdv1alpha2.EtcdMemberTLS{ClientServerSecretRef: server, ClientMTLS: true, PeerAutoTLS: true}, true),
 		want: Target{Namespace: "tenant", Pod: "demo-a", Container: "etcd", Member: "demo-a", Scheme: "https", Port: 2379, ServerName: "demo-a.demo.tenant.svc",
-			ServerCert: &SecretFile{Secret: "demo-server-tls", Key: "tls.crt"}, ClientCertAuth: true,
-			ClientCA: &SecretFile{Secret: "demo-server-tls", Key: "ca.crt"}, QuotaBackendBytes: operatorQuota()},
+			ServerCert: serverFile("tls.crt"), ClientCertAuth: true,
+			ClientCA: serverFile("ca.crt"), QuotaBackendBytes: operatorQuota()},
 	}, {
 		name: "legacy plaintext",
 		pod:  legacyPod(t, legacyfixture.Options{Variant: legacyfixture.Plaintext}),
@@ -78,12 +83,12 @@ func TestDerive(t *testing.T) {
 		name: "legacy server TLS, peer auto-TLS",
 		pod:  legacyPod(t, legacyfixture.Options{Variant: legacyfixture.PeerAutoTLS}),
 		want: Target{Namespace: "tenant", Pod: "old-1", Container: "etcd", Member: "old-1", Scheme: "https", Port: 2379, ServerName: "old-1.old-headless.tenant.svc",
-			ServerCert: &SecretFile{Secret: "old-server-tls", Key: "tls.crt"}, QuotaBackendBytes: legacyQuota()},
+			ServerCert: &SecretFile{Secret: "old-server-tls", Key: "tls.crt"}, QuotaBackendBytes: legacyQuota()}, //nolint:gosec // G101: a Secret name, not its content
 	}, {
 		name: "legacy full TLS with client auth, renamed headless Service",
 		pod:  legacyPod(t, legacyfixture.Options{Variant: legacyfixture.TLS, HeadlessServiceName: "peers", Options: map[string]string{"quota-backend-bytes": "1000000"}}),
 		want: Target{Namespace: "tenant", Pod: "old-1", Container: "etcd", Member: "old-1", Scheme: "https", Port: 2379, ServerName: "old-1.peers.tenant.svc",
-			ServerCert: &SecretFile{Secret: "old-server-tls", Key: "tls.crt"}, ClientCertAuth: true,
+			ServerCert: &SecretFile{Secret: "old-server-tls", Key: "tls.crt"}, ClientCertAuth: true, //nolint:gosec // G101: a Secret name, not its content
 			ClientCA: &SecretFile{Secret: "old-client-ca", Key: "ca.crt"}, QuotaBackendBytes: 1000000},
 	}}
 	for _, tc := range cases {

@@ -38,6 +38,8 @@ type Dialer struct {
 	// CredentialsSecret, when set, is a basic-auth Secret ([namespace/]name) to authenticate
 	// with instead of the cluster's root credentials.
 	CredentialsSecret string
+	// PodTLS are the Secrets --ca-secret and --client-cert-secret name, for DialPod.
+	PodTLS PodTLS
 }
 
 var _ invocation.EtcdDialer = (*Dialer)(nil)

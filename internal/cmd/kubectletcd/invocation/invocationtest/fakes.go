@@ -97,6 +97,8 @@ type Etcd struct {
 	// Errs fails the named method (e.g. "MoveLeader").
 	Errs  map[string]error
 	Calls []string
+	// DialledPods are the Pods DialPod reached.
+	DialledPods []string
 }
 
 // Endpoint is the endpoint Dial gives the Pod named pod.
@@ -112,6 +114,17 @@ func (f *Etcd) Dial(_ context.Context, _ *etcdv1alpha2.EtcdCluster, pods []corev
 		eps[p.Name] = Endpoint(p.Name)
 	}
 	return &invocation.EtcdSession{Etcd: f, Endpoints: eps}, nil
+}
+
+// DialPod opens a session whose one endpoint is Endpoint(pod.Name); Dialled records the Pod.
+func (f *Etcd) DialPod(_ context.Context, pod *corev1.Pod) (*invocation.EtcdSession, error) {
+	if f.DialErr != nil {
+		return nil, f.DialErr
+	}
+	f.mu.Lock()
+	f.DialledPods = append(f.DialledPods, pod.Name)
+	f.mu.Unlock()
+	return &invocation.EtcdSession{Etcd: f, Endpoints: map[string]string{pod.Name: Endpoint(pod.Name)}}, nil
 }
 
 func (f *Etcd) record(format string, args ...any) error {
