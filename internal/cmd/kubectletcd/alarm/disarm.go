@@ -40,15 +40,20 @@ func newDisarmCmd(deps invocation.Factory) *cobra.Command {
 	var o DisarmOptions
 	var typ string
 	cmd := &cobra.Command{
-		Use:   "disarm CLUSTER [--type NOSPACE|CORRUPT] [--member M] [--force]",
+		Use:   "disarm (CLUSTER | --pod POD) [--type NOSPACE|CORRUPT] [--member M] [--force]",
 		Short: "Disarm alarms once their cause is gone",
 		Long: `disarm plans one AlarmDisarm call per matching alarm. NOSPACE is disarmed only when every
 member's database is below the backend quota again (etcd would raise it at the next write
 otherwise): free space first with compact and defrag. CORRUPT needs --force: the operator
-replaces a corrupt member and then disarms the alarm itself.`,
+replaces a corrupt member and then disarms the alarm itself.
+
+With --pod (compatibility mode) only that Pod's member is asked for its database size, so
+disarming NOSPACE on a cluster of several members needs --force once every member's size was
+checked (kubectl etcd status --pod on each).`,
 		Example: `  kubectl etcd alarm disarm demo --type NOSPACE                 # show the plan
   kubectl etcd alarm disarm demo --type NOSPACE --apply --yes
-  kubectl etcd alarm disarm demo --type CORRUPT --member demo-x7k2p --force --apply`,
+  kubectl etcd alarm disarm demo --type CORRUPT --member demo-x7k2p --force --apply
+  kubectl etcd alarm disarm --pod old-0 --type NOSPACE --force --apply`,
 		Args: invocation.ExactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := ParseType(typ)
@@ -59,13 +64,14 @@ replaces a corrupt member and then disarms the alarm itself.`,
 			if err != nil {
 				return err
 			}
-			o.Cluster, o.Type = args[0], t
+			o.Cluster, o.Type = invocation.Cluster(args), t
 			return RunDisarm(cmd.Context(), o, d)
 		},
 	}
 	cmd.Flags().StringVar(&typ, "type", "", "disarm only alarms of this type: NOSPACE or CORRUPT")
 	cmd.Flags().StringVar(&o.Member, "member", "", "disarm only the alarms this member (EtcdMember name) raised")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "disarm CORRUPT, or NOSPACE while a database is still at the quota")
+	invocation.AcceptPod(cmd)
 	return cmd
 }
 
@@ -93,6 +99,7 @@ func RunDisarm(ctx context.Context, o DisarmOptions, d *invocation.Deps) error {
 		return invocation.Usagef("--member %s is not a member of %s; its members are %s", o.Member, o.Cluster, strings.Join(obs.Names(), ", "))
 	}
 	p, alarms := PlanDisarm(obs, o)
+	obs.Mark(p)
 	return mutation.Execute(ctx, d, p, func(ctx context.Context) error {
 		for _, a := range alarms {
 			cctx, cancel := context.WithTimeout(ctx, d.Globals.Timeout)
@@ -144,16 +151,23 @@ func checkCorrupt(p *mutation.Plan, force bool) {
 // checkNoSpace mirrors the EtcdDefrag controller, which disarms NOSPACE only when every member
 // answered with a database below the quota (docs/defrag.md, "Recovering from NOSPACE").
 func checkNoSpace(p *mutation.Plan, obs *etcdobserve.Observation, force bool) {
-	quota := etcdobserve.Quota(obs.State.Cluster)
-	var over []string
+	quota := obs.Quota()
+	var over, unasked []string
 	for _, m := range obs.Members {
 		switch {
+		case m.Status == nil && obs.Pod != nil && !obs.Target(m):
+			unasked = append(unasked, m.Name)
 		case m.Status == nil:
 			over = append(over, m.Name+" (no answer)")
 		case m.Status.DBSize >= quota:
 			over = append(over, fmt.Sprintf("%s (%s)", m.Name, defrag.Bytes(m.Status.DBSize)))
 		}
 	}
+	if len(over) == 0 && len(unasked) > 0 {
+		checkUnasked(p, obs, unasked, quota, force)
+		return
+	}
+	over = append(over, unasked...)
 	switch {
 	case len(over) == 0:
 		p.Check(RuleNoSpaceBelowQuota, true, fmt.Sprintf("every member's database is below the %s quota", defrag.Bytes(quota)))
@@ -163,6 +177,16 @@ func checkNoSpace(p *mutation.Plan, obs *etcdobserve.Observation, force bool) {
 		p.Check(RuleNoSpaceBelowQuota, false, fmt.Sprintf("%s not below the %s quota, so etcd would raise NOSPACE again at the next write; "+
 			"free space first (delete keys, kubectl etcd compact, kubectl etcd defrag), raise spec.options.quotaBackendBytes, or add --force", strings.Join(over, ", "), defrag.Bytes(quota)))
 	}
+}
+
+// checkUnasked is checkNoSpace in pod mode, where only the Pod's member is asked for its size.
+func checkUnasked(p *mutation.Plan, obs *etcdobserve.Observation, unasked []string, quota int64, force bool) {
+	msg := fmt.Sprintf("pod mode asks only Pod %s for its database size; %s not known to be below the %s quota", obs.Pod.Pod.Name, strings.Join(unasked, ", "), defrag.Bytes(quota))
+	if force {
+		p.Check(RuleNoSpaceBelowQuota, true, "--force: "+msg)
+		return
+	}
+	p.Check(RuleNoSpaceBelowQuota, false, msg+": check each with kubectl etcd status --pod on its Pod, then add --force")
 }
 
 // describe names an alarm for plans and messages: "NOSPACE raised by demo-a (6c1f0e2b8a4d7731)".

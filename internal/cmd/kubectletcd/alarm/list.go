@@ -25,9 +25,10 @@ func NewCmd(deps invocation.Factory) *cobra.Command {
 		Short: "List or disarm etcd's alarms (NOSPACE, CORRUPT)",
 		Long: `etcd raises NOSPACE when a member's database reaches the backend quota, and then refuses
 writes; it raises CORRUPT when a member's data diverged. list names the members; disarm clears
-alarms once their cause is gone.`,
+alarms once their cause is gone. Both accept --pod (compatibility mode).`,
 		Example: `  kubectl etcd alarm list demo
-  kubectl etcd alarm disarm demo --type NOSPACE --apply`,
+  kubectl etcd alarm disarm demo --type NOSPACE --apply
+  kubectl etcd alarm list --pod old-0`,
 	}
 	invocation.Parent(cmd)
 	cmd.AddCommand(newListCmd(deps), newDisarmCmd(deps))
@@ -40,28 +41,34 @@ type ListOptions struct {
 }
 
 func newListCmd(deps invocation.Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list CLUSTER",
+	cmd := &cobra.Command{
+		Use:   "list (CLUSTER | --pod POD)",
 		Short: "List the active alarms and the members that raised them",
 		Example: `  kubectl etcd alarm list demo
-  kubectl etcd alarm list demo -o json`,
+  kubectl etcd alarm list demo -o json
+  kubectl etcd alarm list --pod old-0                 # a Pod no EtcdCluster manages`,
 		Args: invocation.ExactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := deps()
 			if err != nil {
 				return err
 			}
-			return RunList(cmd.Context(), ListOptions{Cluster: args[0]}, d)
+			return RunList(cmd.Context(), ListOptions{Cluster: invocation.Cluster(args)}, d)
 		},
 	}
+	invocation.AcceptPod(cmd)
+	return cmd
 }
 
 // List is list's output.
 type List struct {
-	Schema  string  `json:"schema"`
-	Kind    string  `json:"kind"`
-	Cluster string  `json:"cluster"`
-	Alarms  []Alarm `json:"alarms"`
+	Schema  string `json:"schema"`
+	Kind    string `json:"kind"`
+	Cluster string `json:"cluster"`
+	// Mode is "pod" in compatibility mode, where Note says which Pod was reached.
+	Mode   string  `json:"mode,omitempty"`
+	Note   string  `json:"note,omitempty"`
+	Alarms []Alarm `json:"alarms"`
 }
 
 // Alarm is one active alarm.
@@ -69,7 +76,8 @@ type Alarm struct {
 	Type string `json:"type"`
 	// MemberID is etcd's hex ID of the member that raised it; "0" names no member.
 	MemberID string `json:"memberID"`
-	// Member is the member's EtcdMember name; empty when no EtcdMember has the ID.
+	// Member is the member's EtcdMember name (in pod mode its etcd name); empty when no
+	// member has the ID.
 	Member string `json:"member,omitempty"`
 }
 
@@ -91,6 +99,9 @@ func RunList(ctx context.Context, o ListOptions, d *invocation.Deps) error {
 func Collect(obs *etcdobserve.Observation) List {
 	c := obs.State.Cluster
 	l := List{Schema: printer.Schema, Kind: "Alarms", Cluster: c.Namespace + "/" + c.Name, Alarms: []Alarm{}}
+	if obs.Pod != nil {
+		l.Mode, l.Note = etcdobserve.Mode, obs.Pod.Heading()
+	}
 	for _, a := range obs.Alarms {
 		l.Alarms = append(l.Alarms, Alarm{Type: string(a.Type), MemberID: etcdclient.FormatID(a.MemberID), Member: obs.NameOf(a.MemberID)})
 	}
@@ -99,6 +110,9 @@ func Collect(obs *etcdobserve.Observation) List {
 
 // Text renders the list for a person.
 func (l List) Text(w io.Writer) error {
+	if l.Note != "" {
+		_, _ = fmt.Fprintln(w, l.Note)
+	}
 	if len(l.Alarms) == 0 {
 		_, _ = fmt.Fprintf(w, "No active alarm on %s.\n", l.Cluster)
 		return nil

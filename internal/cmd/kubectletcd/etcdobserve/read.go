@@ -48,12 +48,18 @@ type Observation struct {
 	Members []Member
 	// Alarms are the active alarms.
 	Alarms []etcdclient.Alarm
+	// Pod is set in pod mode; State then holds a stand-in cluster (see ReadPod).
+	Pod *PodMode
 }
 
 // Read reads cluster name from the API server, dials its etcd through every member Pod, and
 // asks for the member list, the alarms and each member's Status, each call bounded by
-// --timeout. The caller closes the session it returns, which later calls go through.
+// --timeout. The caller closes the session it returns, which later calls go through. With
+// --pod it is ReadPod, and name is unused.
 func Read(ctx context.Context, d *invocation.Deps, name string) (*Observation, *invocation.EtcdSession, error) {
+	if d.Globals.PodMode() {
+		return ReadPod(ctx, d)
+	}
 	s, err := clusterread.Read(ctx, d.Kube, d.Namespace, name, clusterread.Options{Pods: true})
 	if err != nil {
 		return nil, nil, err

@@ -74,7 +74,8 @@ func (o *Observation) HasAlarm(id uint64, t etcdclient.AlarmType) bool {
 // alarm is active, a running Pod whose member answered, since etcd's readiness probe then fails
 // on every member (docs/design/healing.md, "CORRUPT alarms").
 func (o *Observation) podReady(m Member) bool {
-	if m.CR == nil || m.Pod == nil {
+	// Pod mode has no EtcdMembers; a member's Pod is the one named like it.
+	if m.Pod == nil || (m.CR == nil && o.Pod == nil) {
 		return false
 	}
 	corrupt := slices.ContainsFunc(o.Alarms, func(a etcdclient.Alarm) bool { return a.Type == etcdclient.AlarmCorrupt })
@@ -83,7 +84,8 @@ func (o *Observation) podReady(m Member) bool {
 
 // Voter is m as the quorum gate sees it (docs/design/quorum.md, "Vocabulary").
 func (o *Observation) Voter(m Member) quorum.Voter {
-	obs := quorum.Observation{StatusAnswered: m.Status != nil, PodReady: o.podReady(m), CorruptAlarm: o.HasAlarm(m.ID, etcdclient.AlarmCorrupt)}
+	answered := m.Status != nil || o.podAnswers(m)
+	obs := quorum.Observation{StatusAnswered: answered, PodReady: o.podReady(m), CorruptAlarm: o.HasAlarm(m.ID, etcdclient.AlarmCorrupt)}
 	return quorum.Voter{
 		Name:   m.Name,
 		Health: obs.Health(),
@@ -114,9 +116,11 @@ func Updated(m Member) bool {
 // Unhealthy says why voter m does not count as healthy for the quorum gate; empty when it does.
 func (o *Observation) Unhealthy(m Member) string {
 	switch {
-	case m.Status == nil:
+	case o.Pod != nil && !o.Target(m) && !o.podAnswers(m):
+		return "has no Ready Pod named like it (pod mode asks only Pod " + o.Pod.Pod.Name + " for its Status)"
+	case m.Status == nil && !o.podAnswers(m):
 		return "did not answer Status (" + m.StatusErr + ")"
-	case m.Status.IsLearner:
+	case m.Status != nil && m.Status.IsLearner:
 		return "answered as a learner: it was just promoted"
 	case !o.podReady(m):
 		return "has no Ready Pod"

@@ -23,26 +23,33 @@ type Options struct {
 
 // NewCmd is the cobra command.
 func NewCmd(deps invocation.Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "members CLUSTER",
+	cmd := &cobra.Command{
+		Use:   "members (CLUSTER | --pod POD)",
 		Short: "List etcd's members next to their EtcdMembers, flagging orphans",
 		Long: `members joins etcd's member list with the cluster's EtcdMembers, the way the operator
 pairs them (same peer URL, or same name once started), and shows each member's ID, etcd name,
 peer and client URLs, whether it is a learner, its EtcdMember and its PVC. An etcd member no
 EtcdMember is, and an EtcdMember whose member ID etcd does not list, are flagged as orphans.
 
---no-etcd shows the EtcdMembers' side only.`,
+--no-etcd shows the EtcdMembers' side only. --pod (compatibility mode) shows etcd's member
+list only, through one Pod, next to the Pods named like the members.`,
 		Example: `  kubectl etcd members demo
-  kubectl etcd members demo -o json | jq '.members[] | select(.orphan)'`,
+  kubectl etcd members demo -o json | jq '.members[] | select(.orphan)'
+  kubectl etcd members --pod old-0        # etcd's list through one Pod, e.g. a legacy member`,
 		Args: invocation.ExactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := deps()
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), Options{Cluster: args[0]}, d)
+			if d.Globals.PodMode() {
+				return RunPod(cmd.Context(), d)
+			}
+			return Run(cmd.Context(), Options{Cluster: invocation.Cluster(args)}, d)
 		},
 	}
+	invocation.AcceptPod(cmd)
+	return cmd
 }
 
 // Run prints the joined list. Without etcd's list (unreachable, or MemberList failed) it prints

@@ -18,9 +18,13 @@ type Plan struct {
 	Schema  string `json:"schema"`
 	Kind    string `json:"kind"`
 	Command string `json:"command"`
-	// Cluster is namespace/name.
+	// Cluster is namespace/name: the EtcdCluster's, or in pod mode the Pod's.
 	Cluster string `json:"cluster"`
-	Steps   []Step `json:"steps"`
+	// Mode is "pod" in compatibility mode (--pod), where Note says which Pod was reached
+	// (docs/kubectl-etcd.md, "Compatibility mode (--pod)").
+	Mode  string `json:"mode,omitempty"`
+	Note  string `json:"note,omitempty"`
+	Steps []Step `json:"steps"`
 	// Checks are the safety rules evaluated; a failed one refuses the whole plan.
 	Checks []Check `json:"checks"`
 	// Then says what the operator does once the steps are applied, for commands whose writes
@@ -77,6 +81,9 @@ func (p *Plan) Refusal() (Check, bool) {
 
 // Text renders the plan for a person.
 func (p *Plan) Text(w io.Writer) error {
+	if p.Note != "" {
+		_, _ = fmt.Fprintln(w, p.Note)
+	}
 	_, _ = fmt.Fprintf(w, "Plan: %s %s\n", p.Command, p.Cluster)
 	for i, s := range p.Steps {
 		_, _ = fmt.Fprintf(w, "  %d. %-6s %s: %s\n", i+1, s.Action, s.Target, s.Change)

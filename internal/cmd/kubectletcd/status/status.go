@@ -40,7 +40,7 @@ type Options struct {
 func NewCmd(deps invocation.Factory) *cobra.Command {
 	o := Options{}
 	cmd := &cobra.Command{
-		Use:   "status CLUSTER",
+		Use:   "status (CLUSTER | --pod POD)",
 		Short: "Show a cluster on one screen: conditions, members, PDB, alarms, snapshots",
 		Long: `status shows what the operator reports about the cluster (target and running version,
 replica counts, conditions, generation and progress deadline, PodDisruptionBudget) and what
@@ -49,18 +49,26 @@ next to each EtcdMember's Ready, Updated and Healthy conditions, its node, and t
 snapshots. A member that does not answer shows why in its row.
 
 --no-etcd reads only the custom resources (no port-forward, no Secret); columns only etcd knows
-show "-".`,
+show "-".
+
+--pod (compatibility mode) shows etcd's view only, through one Pod no EtcdCluster needs to
+manage: that member's own Status, etcd's member list with the Pods named like the members, and
+the alarms.`,
 		Example: `  kubectl etcd status demo
   kubectl etcd status demo -o json
   kubectl etcd status demo --watch
-  kubectl etcd status demo --no-etcd      # custom resources only, no Secret access needed`,
+  kubectl etcd status demo --no-etcd      # custom resources only, no Secret access needed
+  kubectl etcd status --pod old-0         # one Pod's etcd, e.g. a legacy member before etcd-migrate`,
 		Args: invocation.ExactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := deps()
 			if err != nil {
 				return err
 			}
-			o.Cluster = args[0]
+			o.Cluster = invocation.Cluster(args)
+			if d.Globals.PodMode() {
+				return RunPod(cmd.Context(), o, d)
+			}
 			ctx := cmd.Context()
 			if o.Watch {
 				// Ctrl-C ends the watch, and the deferred closes tear the port-forwards down.
@@ -72,6 +80,7 @@ show "-".`,
 		},
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "redraw every 2s until interrupted")
+	invocation.AcceptPod(cmd)
 	return cmd
 }
 

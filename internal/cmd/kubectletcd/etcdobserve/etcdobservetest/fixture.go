@@ -97,7 +97,10 @@ func (f *Fixture) SetPodReady(name string, ready bool) {
 // Env builds the test's Deps over the fixture.
 func (f *Fixture) Env(tb testing.TB) *invocationtest.Env {
 	tb.Helper()
-	objs := []client.Object{f.Cluster}
+	var objs []client.Object
+	if f.Cluster != nil {
+		objs = append(objs, f.Cluster)
+	}
 	for _, m := range f.Members {
 		objs = append(objs, m)
 	}
