@@ -72,9 +72,14 @@ func NewRootCmd(stdin *os.File, stdout, stderr io.Writer, pluginVersion string) 
 		Short:       "Day-2 operations on etcd clusters run by etcd-operator, by cluster name, safe by default",
 		Long: `kubectl etcd works on an EtcdCluster by name. Read commands show the cluster as the operator
 and etcd see it. Mutating commands print a plan and change nothing unless --apply is given;
-membership changes go through the operator, which runs its quorum checks.`,
+membership changes go through the operator, which runs its quorum checks.
+
+--pod NAME (compatibility mode) reaches the etcd of one Pod instead, with TLS derived from its
+etcd flags, for a Pod no EtcdCluster manages (a legacy member before etcd-migrate, or a member
+whose EtcdCluster is broken or gone): status, members, alarm, defrag, compact and move-leader.`,
 		Example: `  kubectl etcd status demo
-  kubectl etcd replace-member demo demo-x7k2p --reason "disk errors" --apply --wait`,
+  kubectl etcd replace-member demo demo-x7k2p --reason "disk errors" --apply --wait
+  kubectl etcd members --pod old-0        # compatibility mode: one Pod, no EtcdCluster`,
 		Version:           pluginVersion,
 		SilenceUsage:      true,
 		SilenceErrors:     true,

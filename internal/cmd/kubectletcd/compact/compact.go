@@ -33,21 +33,25 @@ func NewCmd(deps invocation.Factory) *cobra.Command {
 	var o Options
 	var rev int64
 	cmd := &cobra.Command{
-		Use:   "compact CLUSTER [--revision R] [--physical]",
+		Use:   "compact (CLUSTER | --pod POD) [--revision R] [--physical]",
 		Short: "Discard the key history before the current revision (or R)",
 		Long: `compact discards every key version older than the target revision, the current one unless
 --revision says otherwise; watches and reads at older revisions fail afterwards. It works while a
-NOSPACE alarm is active. The database file keeps its size until a defrag.`,
+NOSPACE alarm is active. The database file keeps its size until a defrag.
+
+With --pod, the compaction goes through that one Pod's etcd (compatibility mode); the current
+revision is the one that Pod answers with.`,
 		Example: `  kubectl etcd compact demo                           # show the plan
   kubectl etcd compact demo --apply --yes
-  kubectl etcd compact demo --revision 48210 --physical --apply`,
+  kubectl etcd compact demo --revision 48210 --physical --apply
+  kubectl etcd compact --pod old-0 --apply --yes              # a Pod no EtcdCluster manages`,
 		Args: invocation.ExactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := deps()
 			if err != nil {
 				return err
 			}
-			o.Cluster = args[0]
+			o.Cluster = invocation.Cluster(args)
 			if cmd.Flags().Changed("revision") {
 				o.Revision = &rev
 			}
@@ -56,6 +60,7 @@ NOSPACE alarm is active. The database file keeps its size until a defrag.`,
 	}
 	cmd.Flags().Int64Var(&rev, "revision", 0, "revision to compact to (default: the current revision)")
 	cmd.Flags().BoolVar(&o.Physical, "physical", false, "return only once the compaction is applied to the backend database")
+	invocation.AcceptPod(cmd)
 	return cmd
 }
 
@@ -71,13 +76,18 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		return err
 	}
 	p, target := Plan(obs.State.Cluster, current, o)
+	obs.Mark(p)
+	next := "kubectl etcd defrag " + obs.State.Cluster.Name
+	if obs.Pod != nil {
+		next = "kubectl etcd defrag --pod POD on each member"
+	}
 	return mutation.Execute(ctx, d, p, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, d.Globals.Timeout)
 		defer cancel()
 		if err := sess.Compact(cctx, target, o.Physical); err != nil {
 			return fmt.Errorf("compacting %s to revision %d: %w", p.Cluster, target, err)
 		}
-		_, _ = fmt.Fprintf(d.ErrOut, "Compacted %s to revision %d. Run kubectl etcd defrag %s to give the freed space back to the disk.\n", p.Cluster, target, obs.State.Cluster.Name)
+		_, _ = fmt.Fprintf(d.ErrOut, "Compacted %s to revision %d. Run %s to give the freed space back to the disk.\n", p.Cluster, target, next)
 		return nil
 	})
 }

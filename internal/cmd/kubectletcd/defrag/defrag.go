@@ -2,7 +2,9 @@
 // out one member at a time, followers first and the leader last, each only when the quorum can
 // spare it, while the cluster controller holds its own steps (docs/defrag.md). The plugin never
 // calls Defragment itself: a defragmentation blocks its member, and only the operator knows what
-// else is about to disrupt the cluster.
+// else is about to disrupt the cluster. The one exception is compatibility mode (--pod, pod.go),
+// which reaches a Pod no EtcdCluster may manage and defragments its member directly, under the
+// quorum-margin rule of docs/kubectl-etcd.md, "Compatibility mode (--pod)".
 package defrag
 
 import (
@@ -37,17 +39,22 @@ func NewCmd(deps invocation.Factory) *cobra.Command {
 	var o Options
 	var rule string
 	cmd := &cobra.Command{
-		Use:   "defrag CLUSTER [--rule all|free-space=Q|quota-usage=P%[,min-reclaim=Q]]",
+		Use:   "defrag (CLUSTER [--rule all|free-space=Q|quota-usage=P%[,min-reclaim=Q]] | --pod POD)",
 		Short: "Have the operator defragment the members that need it (creates an EtcdDefrag)",
 		Long: `defrag creates an EtcdDefrag run. The operator defragments one member at a time, followers
 first and the leader last (after moving leadership away), each only while the rest of the cluster
 keeps its quorum, and holds its own roll and membership steps meanwhile. --rule says which members
 qualify: by default those with more than 200Mi to reclaim; while a NOSPACE alarm is active, every
 member with anything to reclaim. The plan previews what the rule selects now. --wait follows the
-run to Complete or Failed.`,
+run to Complete or Failed.
+
+With --pod (compatibility mode, for a Pod no EtcdCluster manages), the plugin defragments that
+Pod's member itself, and refuses a voter whose stall would leave its cluster without quorum:
+the other voters count as healthy only by their Ready Pods, and a single voter is refused.`,
 		Example: `  kubectl etcd defrag demo                                      # show the plan and the members it selects
   kubectl etcd defrag demo --rule all --apply --wait
-  kubectl etcd defrag demo --rule quota-usage=70%,min-reclaim=64Mi --apply --yes`,
+  kubectl etcd defrag demo --rule quota-usage=70%,min-reclaim=64Mi --apply --yes
+  kubectl etcd defrag --pod old-1                               # plan a direct defrag of the member in Pod old-1`,
 		Args: invocation.ExactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := ParseRule(rule)
@@ -58,12 +65,16 @@ run to Complete or Failed.`,
 			if err != nil {
 				return err
 			}
-			o.Cluster, o.Rule = args[0], r
+			o.Cluster, o.Rule = invocation.Cluster(args), r
+			if d.Globals.PodMode() {
+				return RunPod(cmd.Context(), o, d)
+			}
 			return Run(cmd.Context(), o, d)
 		},
 	}
 	cmd.Flags().StringVar(&rule, "rule", "", "which members qualify: all, or free-space=Q, quota-usage=P% and min-reclaim=Q joined by commas (default: free-space=200Mi)")
 	cmd.Flags().StringVar(&o.Member, "member", "", "not supported: an EtcdDefrag run covers every member its --rule selects")
+	invocation.AcceptPod(cmd)
 	return cmd
 }
 

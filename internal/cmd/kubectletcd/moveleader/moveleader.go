@@ -31,6 +31,9 @@ const (
 	RuleAlreadyLeader = "already-leader"
 	// RuleTargetUpdated notes a target that a roll will restart.
 	RuleTargetUpdated = "target-updated"
+	// RulePodIsLeader refuses pod mode through a Pod that does not lead: etcd accepts
+	// MoveLeader only from the leader, and pod mode reaches that one Pod.
+	RulePodIsLeader = "pod-is-leader"
 )
 
 // Options are the command's arguments.
@@ -44,30 +47,39 @@ type Options struct {
 func NewCmd(deps invocation.Factory) *cobra.Command {
 	var o Options
 	cmd := &cobra.Command{
-		Use:   "move-leader CLUSTER [--to MEMBER]",
+		Use:   "move-leader (CLUSTER | --pod POD --to MEMBER) [--to MEMBER]",
 		Short: "Hand raft leadership to another voter",
 		Long: `move-leader asks the leader to transfer leadership. Without --to, the target is the healthy,
 Updated follower with the highest applied index: the one that needs the least catching up and
 that no roll will restart soon. The operator's quorum gate must allow the move: the cluster
-needs quorum and the target must be a healthy voter.`,
+needs quorum and the target must be a healthy voter.
+
+With --pod (compatibility mode) the Pod must run the leader, since etcd takes MoveLeader only from
+the leader, and --to is required: one Pod cannot rank the followers. The target counts as healthy
+when its Pod (named like the member) is Ready.`,
 		Example: `  kubectl etcd move-leader demo                          # show the plan and its target
-  kubectl etcd move-leader demo --to demo-7vx2m --apply --yes`,
+  kubectl etcd move-leader demo --to demo-7vx2m --apply --yes
+  kubectl etcd move-leader --pod old-0 --to old-1             # old-0 leads; a Pod no EtcdCluster manages`,
 		Args: invocation.ExactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := deps()
 			if err != nil {
 				return err
 			}
-			o.Cluster = args[0]
+			o.Cluster = invocation.Cluster(args)
 			return Run(cmd.Context(), o, d)
 		},
 	}
-	cmd.Flags().StringVar(&o.To, "to", "", "member (EtcdMember name) to lead; default: the healthy, updated follower with the highest applied index")
+	cmd.Flags().StringVar(&o.To, "to", "", "member (EtcdMember name; with --pod, etcd's name) to lead; default: the healthy, updated follower with the highest applied index")
+	invocation.AcceptPod(cmd)
 	return cmd
 }
 
 // Run plans the move, and applies it when asked.
 func Run(ctx context.Context, o Options, d *invocation.Deps) error {
+	if d.Globals.PodMode() && o.To == "" {
+		return invocation.Usagef("move-leader --pod needs --to MEMBER: one Pod cannot see the followers' applied indexes to pick a target")
+	}
 	obs, sess, err := etcdobserve.Read(ctx, d, o.Cluster)
 	if err != nil {
 		return err
@@ -77,6 +89,7 @@ func Run(ctx context.Context, o Options, d *invocation.Deps) error {
 		return invocation.Usagef("--to %s is not a member etcd lists; the members of %s are %s", o.To, o.Cluster, strings.Join(obs.Names(), ", "))
 	}
 	p, target := Plan(obs, o.To)
+	obs.Mark(p)
 	return mutation.Execute(ctx, d, p, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, d.Globals.Timeout)
 		defer cancel()
@@ -97,6 +110,11 @@ func Plan(obs *etcdobserve.Observation, to string) (*mutation.Plan, *etcdobserve
 		p.Check(RuleLeaderKnown, false, "no member that answered names a leader: without quorum there is no leadership to move (kubectl etcd status shows which members answer)")
 		return p, nil
 	}
+	if obs.Pod != nil && !obs.Target(*leader) {
+		p.Check(RulePodIsLeader, false, fmt.Sprintf("etcd takes MoveLeader only from the leader, and pod mode reaches Pod %s alone, which does not lead; %s does: run it with --pod on %s's Pod",
+			obs.Pod.Pod.Name, leader.Name, leader.Name))
+		return p, nil
+	}
 	target, why := pick(obs, leader, to)
 	if target == nil {
 		p.Check(RuleTargetAvailable, false, "no follower can take over: "+why)
@@ -112,13 +130,16 @@ func Plan(obs *etcdobserve.Observation, to string) (*mutation.Plan, *etcdobserve
 		return p, nil
 	}
 	p.Check(RuleQuorum, true, d.Message)
-	if !etcdobserve.Updated(*target) {
+	if obs.Pod == nil && !etcdobserve.Updated(*target) {
 		p.Check(RuleTargetUpdated, true, target.Name+" is not Updated: a roll will restart it, which moves leadership again")
 	}
-	change := fmt.Sprintf("leadership %s (%s) → %s (%s), applied index %d", leader.Name, etcdclient.FormatID(leader.ID),
-		target.Name, etcdclient.FormatID(target.ID), target.Status.RaftAppliedIndex)
-	if leader.Status != nil {
-		change += fmt.Sprintf(" of the leader's %d", leader.Status.RaftAppliedIndex)
+	change := fmt.Sprintf("leadership %s (%s) → %s (%s)", leader.Name, etcdclient.FormatID(leader.ID), target.Name, etcdclient.FormatID(target.ID))
+	if target.Status != nil {
+		// Pod mode asks only the leader for its Status.
+		change += fmt.Sprintf(", applied index %d", target.Status.RaftAppliedIndex)
+		if leader.Status != nil {
+			change += fmt.Sprintf(" of the leader's %d", leader.Status.RaftAppliedIndex)
+		}
 	}
 	p.Step("call", "etcd MoveLeader", change)
 	return p, target
