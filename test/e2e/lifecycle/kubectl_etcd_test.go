@@ -123,6 +123,10 @@ func TestKubectlEtcdReadsAndMaintains(t *testing.T) {
 		}
 	}
 	runPlugin(f, k, 0, "alarm", "list", name)
+	requirePodMode(f, k, s, s.Members[0].Name)
+	if runs := listDefrags(f); len(runs) != 0 {
+		t.Fatalf("a dry-run defrag --pod created EtcdDefrags %v", runs)
+	}
 
 	leader := s.leader()
 	runPlugin(f, k, 0, "move-leader", name)
@@ -145,6 +149,63 @@ func TestKubectlEtcdReadsAndMaintains(t *testing.T) {
 	runPlugin(f, k, 3, "snapshot", "save", name, file)
 
 	runPlugin(f, k, 0, "defrag", name, "--apply", "--yes", "--wait")
+}
+
+// requirePodMode drives compatibility mode through member pod as a user would: members, status
+// -o json, alarm list and a dry-run defrag, each through that one Pod with the connection flags
+// conn, and a command that refuses --pod (docs/kubectl-etcd.md, "Compatibility mode (--pod)").
+func requirePodMode(f *framework.Test, k *framework.Plugin, s pluginStatus, pod string, conn ...string) []framework.PluginResult {
+	f.T.Helper()
+	with := func(args ...string) []string { return append(append(args, "--pod", pod), conn...) }
+	const heading = "pod mode: etcd's view only, through Pod " // + namespace/pod
+	members := runPlugin(f, k, 0, with("members")...)
+	for _, id := range s.ids() {
+		if !strings.Contains(members.Stdout, id) || !strings.Contains(members.Stdout, heading) {
+			f.T.Errorf("members --pod %s does not list %s under the pod-mode heading:\n%s", pod, id, members)
+		}
+	}
+	status := runPlugin(f, k, 0, with("status", "-o", "json")...)
+	var ps struct {
+		Kind, Mode string
+		Member     struct{ Name, ID, ClusterID string }
+		Members    []struct{ ID string }
+	}
+	if err := json.Unmarshal([]byte(status.Stdout), &ps); err != nil {
+		f.T.Fatalf("status --pod -o json is not JSON: %v\n%s", err, status)
+	}
+	if ps.Kind != "PodStatus" || ps.Mode != "pod" || ps.Member.Name != pod || ps.Member.ClusterID != s.Cluster.ClusterID || len(ps.Members) != len(s.Members) {
+		f.T.Errorf("status --pod %s -o json: kind %q mode %q, member %q of cluster %q, %d members; want PodStatus, pod, %s of %s, %d",
+			pod, ps.Kind, ps.Mode, ps.Member.Name, ps.Member.ClusterID, len(ps.Members), pod, s.Cluster.ClusterID, len(s.Members))
+	}
+	alarms := runPlugin(f, k, 0, with("alarm", "list")...)
+	if !strings.Contains(alarms.Stdout, "No active alarm") {
+		f.T.Errorf("alarm list --pod %s:\n%s", pod, alarms)
+	}
+	defrag := runPlugin(f, k, 0, with("defrag")...)
+	for _, want := range []string{heading, "etcd Defragment: defragment " + pod, "check ok      quorum-margin"} {
+		if !strings.Contains(defrag.Stdout, want) || !strings.Contains(defrag.Stderr, "Dry run") {
+			f.T.Errorf("defrag --pod %s dry run does not say %q:\n%s", pod, want, defrag)
+		}
+	}
+	refused := runPlugin(f, k, 2, "pause", "--pod", pod)
+	if !strings.Contains(refused.Stderr, "--pod") {
+		f.T.Errorf("pause --pod does not name the flag:\n%s", refused)
+	}
+	return []framework.PluginResult{members, status, alarms, defrag}
+}
+
+// listDefrags names the EtcdDefrags of the test's namespace.
+func listDefrags(f *framework.Test) []string {
+	f.T.Helper()
+	var l etcdv1alpha2.EtcdDefragList
+	if err := kc(f).List(f.Ctx, &l, client.InNamespace(f.Namespace)); err != nil {
+		f.T.Fatal(err)
+	}
+	var out []string
+	for _, d := range l.Items {
+		out = append(out, d.Name)
+	}
+	return out
 }
 
 // requireSHA256File checks that file.sha256 holds file's digest in sha256sum's format.
@@ -275,6 +336,15 @@ func TestKubectlEtcdOnSecureAndMemoryClusters(t *testing.T) {
 		t.Fatalf("status -o json of the mTLS + auth cluster: auth %q, %d members, leader %q", s.Cluster.Auth, len(s.Members), s.leader())
 	}
 	outputs = append(outputs, runPlugin(f, k, 0, "status", secure), runPlugin(f, k, 0, "members", secure, "-o", "yaml"))
+	// Pod mode derives TLS from the Pod: the server CA from its mounted Secret's ca.crt, the
+	// client identity and the password from the flags, refused naming the flag without them.
+	pod := s.Members[1].Name
+	noCert := runPlugin(f, k, 2, "status", "--pod", pod, "--credentials-secret", secure+"-root")
+	if !strings.Contains(noCert.Stderr, "--client-cert-secret") {
+		t.Errorf("status --pod of an mTLS member without a client certificate does not name --client-cert-secret:\n%s", noCert)
+	}
+	outputs = append(outputs, noCert)
+	outputs = append(outputs, requirePodMode(f, k, s, pod, "--client-cert-secret", secure+"-operator-client-tls", "--credentials-secret", secure+"-root")...)
 	file := filepath.Join(t.TempDir(), "secure.db")
 	outputs = append(outputs, runPlugin(f, k, 0, "snapshot", "save", secure, file))
 	requireSHA256File(f, file)
