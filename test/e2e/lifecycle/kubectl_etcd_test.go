@@ -173,7 +173,7 @@ func requirePodMode(f *framework.Test, k *framework.Plugin, s pluginStatus, pod 
 	if err := json.Unmarshal([]byte(status.Stdout), &ps); err != nil {
 		f.T.Fatalf("status --pod -o json is not JSON: %v\n%s", err, status)
 	}
-	if ps.Kind != "PodStatus" || ps.Mode != "pod" || ps.Member.Name != pod || ps.Member.ClusterID != s.Cluster.ClusterID || len(ps.Members) != len(s.Members) {
+	if ps.Kind != "PodStatus" || ps.Mode != "pod" || ps.Member.Name != pod || strings.TrimLeft(ps.Member.ClusterID, "0") != strings.TrimLeft(s.Cluster.ClusterID, "0") || len(ps.Members) != len(s.Members) {
 		f.T.Errorf("status --pod %s -o json: kind %q mode %q, member %q of cluster %q, %d members; want PodStatus, pod, %s of %s, %d",
 			pod, ps.Kind, ps.Mode, ps.Member.Name, ps.Member.ClusterID, len(ps.Members), pod, s.Cluster.ClusterID, len(s.Members))
 	}
