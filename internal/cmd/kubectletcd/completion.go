@@ -3,6 +3,8 @@ package kubectletcd
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +20,8 @@ func completeClusterNames(c *cobra.Command, deps invocation.Factory) {
 		completeClusterNames(sub, deps)
 	}
 	args := strings.Fields(c.Use)
-	if c.ValidArgsFunction != nil || len(args) < 2 || args[1] != "CLUSTER" {
+	// "status (CLUSTER | --pod POD)": a command that accepts --pod still takes CLUSTER first.
+	if c.ValidArgsFunction != nil || len(args) < 2 || strings.TrimPrefix(args[1], "(") != "CLUSTER" {
 		return
 	}
 	next := ""
@@ -57,4 +60,25 @@ func completeClusterNames(c *cobra.Command, deps invocation.Factory) {
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// completePodNames completes --pod with the names of the namespace's Pods: compatibility mode
+// targets any Pod, not only those of this operator (docs/kubectl-etcd.md, "Compatibility mode
+// (--pod)").
+func completePodNames(root *cobra.Command, deps invocation.Factory) error {
+	return root.RegisterFlagCompletionFunc(invocation.FlagPod, func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		d, err := deps()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var pods corev1.PodList
+		if err := d.Kube.List(cmd.Context(), &pods, client.InNamespace(d.Namespace)); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names := make([]cobra.Completion, 0, len(pods.Items))
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
 }

@@ -103,6 +103,9 @@ func TestPodCommandsHaveAPodExample(t *testing.T) {
 		}
 	}
 	walk(root)
+	if _, ok := root.GetFlagCompletionFunc(invocation.FlagPod); !ok {
+		t.Error("--pod has no shell completion")
+	}
 	if n != 7 {
 		t.Errorf("%d commands accept --pod, want 7 (status, members, alarm list, alarm disarm, defrag, compact, move-leader)", n)
 	}
