@@ -49,6 +49,16 @@ func (s pluginStatus) leader() string {
 	return ""
 }
 
+// follower is a member that does not lead: defrag --pod refuses the leader.
+func (s pluginStatus) follower() string {
+	for _, m := range s.Members {
+		if m.Role == "follower" {
+			return m.Name
+		}
+	}
+	return ""
+}
+
 func (s pluginStatus) ids() []string {
 	var ids []string
 	for _, m := range s.Members {
@@ -123,7 +133,7 @@ func TestKubectlEtcdReadsAndMaintains(t *testing.T) {
 		}
 	}
 	runPlugin(f, k, 0, "alarm", "list", name)
-	requirePodMode(f, k, s, s.Members[0].Name)
+	requirePodMode(f, k, s, s.follower())
 	if runs := listDefrags(f); len(runs) != 0 {
 		t.Fatalf("a dry-run defrag --pod created EtcdDefrags %v", runs)
 	}
@@ -338,7 +348,7 @@ func TestKubectlEtcdOnSecureAndMemoryClusters(t *testing.T) {
 	outputs = append(outputs, runPlugin(f, k, 0, "status", secure), runPlugin(f, k, 0, "members", secure, "-o", "yaml"))
 	// Pod mode derives TLS from the Pod: the server CA from its mounted Secret's ca.crt, the
 	// client identity and the password from the flags, refused naming the flag without them.
-	pod := s.Members[1].Name
+	pod := s.follower()
 	noCert := runPlugin(f, k, 2, "status", "--pod", pod, "--credentials-secret", secure+"-root")
 	if !strings.Contains(noCert.Stderr, "--client-cert-secret") {
 		t.Errorf("status --pod of an mTLS member without a client certificate does not name --client-cert-secret:\n%s", noCert)

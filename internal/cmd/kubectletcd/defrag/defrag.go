@@ -49,8 +49,9 @@ member with anything to reclaim. The plan previews what the rule selects now. --
 run to Complete or Failed.
 
 With --pod (compatibility mode, for a Pod no EtcdCluster manages), the plugin defragments that
-Pod's member itself, and refuses a voter whose stall would leave its cluster without quorum:
-the other voters count as healthy only by their Ready Pods, and a single voter is refused.`,
+Pod's member itself, and refuses a voter whose stall would leave its cluster without quorum
+(the other voters count as healthy only by their Ready Pods; a single voter is refused) and the
+leader (move leadership away first).`,
 		Example: `  kubectl etcd defrag demo                                      # show the plan and the members it selects
   kubectl etcd defrag demo --rule all --apply --wait
   kubectl etcd defrag demo --rule quota-usage=70%,min-reclaim=64Mi --apply --yes

@@ -29,6 +29,10 @@ const (
 	// RuleOperatorBusy refuses a Pod whose EtcdCluster is Progressing: the operator may restart
 	// or remove another member meanwhile, and does not know of this defragmentation.
 	RuleOperatorBusy = "operator-busy"
+	// RuleNotLeader refuses the leader of a cluster of several voters: blocked, it would hold
+	// every write, which is why the operator moves leadership away before defragmenting it
+	// (docs/defrag.md, "Order and safety").
+	RuleNotLeader = "not-leader"
 )
 
 // RunPod defragments the one member --pod reaches, directly: the compatibility mode's defrag,
@@ -93,7 +97,7 @@ func PlanPod(obs *etcdobserve.Observation, managed *etcdv1alpha2.EtcdCluster) (*
 	}
 	p.Check(RuleMemberAnswered, true, fmt.Sprintf("%s (%s) answered: database %s, %s in use", m.Name, etcdclient.FormatID(m.ID),
 		operatordefrag.Bytes(m.Status.DBSize), operatordefrag.Bytes(m.Status.DBSizeInUse)))
-	if !checkManaged(p, managed) || !checkMargin(p, obs, m) {
+	if !checkManaged(p, managed) || !checkMargin(p, obs, m) || !checkNotLeader(p, obs, m) {
 		return p, nil
 	}
 	p.Step("call", "etcd Defragment", fmt.Sprintf("defragment %s through Pod %s: it serves no reads or writes until its database is rewritten (up to %s)",
@@ -145,6 +149,17 @@ func checkMargin(p *mutation.Plan, obs *etcdobserve.Observation, m *etcdobserve.
 	}
 	p.Check(RuleQuorumMargin, true, dec.Message+evidence(obs, m))
 	return true
+}
+
+// checkNotLeader refuses the leader; checkMargin has refused a single voter already.
+func checkNotLeader(p *mutation.Plan, obs *etcdobserve.Observation, m *etcdobserve.Member) bool {
+	if m.Learner || m.Status.Leader != m.ID {
+		p.Check(RuleNotLeader, true, m.Name+" does not lead the cluster")
+		return true
+	}
+	p.Check(RuleNotLeader, false, fmt.Sprintf("%s leads the cluster, and a blocked leader holds every write: move leadership away first "+
+		"(kubectl etcd move-leader --pod %s --to MEMBER), then defragment it through its Pod", m.Name, obs.Pod.Pod.Name))
+	return false
 }
 
 // evidence says on what the other voters' health rests in pod mode.

@@ -86,6 +86,9 @@ func TestPodPlanRefusals(t *testing.T) {
 			delete(f.Pods, "old-2")
 		},
 	}, {
+		name: "the leader", pod: "old-0", rule: defrag.RuleNotLeader,
+		change: func(*etcdobservetest.Fixture) {},
+	}, {
 		name: "the Pod's etcd does not answer", pod: "old-1", rule: defrag.RuleMemberAnswered,
 		change: func(f *etcdobservetest.Fixture) { delete(f.Statuses, "old-1") },
 	}, {
