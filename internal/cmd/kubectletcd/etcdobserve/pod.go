@@ -39,7 +39,7 @@ const Mode = "pod"
 
 // Heading is the line every pod-mode output starts with.
 func (p *PodMode) Heading() string {
-	return fmt.Sprintf("pod mode: etcd's view only, through Pod %s/%s (no EtcdCluster or EtcdMember is read)", p.Pod.Namespace, p.Pod.Name)
+	return fmt.Sprintf("pod mode: etcd's view only, through Pod %s/%s", p.Pod.Namespace, p.Pod.Name)
 }
 
 // Target reports whether m is the member the Pod runs.
@@ -101,7 +101,9 @@ func observePod(ctx context.Context, d *invocation.Deps, sess *invocation.EtcdSe
 		return nil, err
 	}
 	ep := sess.Endpoints[pm.Pod.Name]
-	st, err := sess.Status(cctx, ep)
+	sctx, scancel := context.WithTimeout(ctx, d.Globals.Timeout)
+	defer scancel()
+	st, err := sess.Status(sctx, ep)
 	if err != nil {
 		pm.StatusErr = err.Error()
 	} else {
