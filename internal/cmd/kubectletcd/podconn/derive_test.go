@@ -85,8 +85,8 @@ func TestDerive(t *testing.T) {
 		want: Target{Namespace: "tenant", Pod: "old-1", Container: "etcd", Member: "old-1", Scheme: "https", Port: 2379, ServerName: "old-1.old-headless.tenant.svc",
 			ServerCert: &SecretFile{Secret: "old-server-tls", Key: "tls.crt"}, QuotaBackendBytes: legacyQuota()}, //nolint:gosec // G101: a Secret name, not its content
 	}, {
-		name: "legacy full TLS with client auth, renamed headless Service",
-		pod:  legacyPod(t, legacyfixture.Options{Variant: legacyfixture.TLS, HeadlessServiceName: "peers", Options: map[string]string{"quota-backend-bytes": "1000000"}}),
+		name: "legacy full TLS with client auth and etcd auth, renamed headless Service",
+		pod:  legacyPod(t, legacyfixture.Options{Variant: legacyfixture.TLS, Auth: true, HeadlessServiceName: "peers", Options: map[string]string{"quota-backend-bytes": "1000000"}}),
 		want: Target{Namespace: "tenant", Pod: "old-1", Container: "etcd", Member: "old-1", Scheme: "https", Port: 2379, ServerName: "old-1.peers.tenant.svc",
 			ServerCert: &SecretFile{Secret: "old-server-tls", Key: "tls.crt"}, ClientCertAuth: true, //nolint:gosec // G101: a Secret name, not its content
 			ClientCA: &SecretFile{Secret: "old-client-ca", Key: "ca.crt"}, QuotaBackendBytes: 1000000},
