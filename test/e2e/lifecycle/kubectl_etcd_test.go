@@ -174,6 +174,9 @@ func requirePodMode(f *framework.Test, k *framework.Plugin, s pluginStatus, pod 
 			f.T.Errorf("members --pod %s does not list %s under the pod-mode heading:\n%s", pod, id, members)
 		}
 	}
+	text := runPlugin(f, k, 0, with("status")...)
+	// Logged for the documentation's capture (docs/kubectl-etcd.md, "Compatibility mode (--pod)").
+	f.T.Logf("kubectl etcd status --pod %s:\n%s", pod, text.Stdout)
 	status := runPlugin(f, k, 0, with("status", "-o", "json")...)
 	var ps struct {
 		Kind, Mode string
@@ -192,6 +195,7 @@ func requirePodMode(f *framework.Test, k *framework.Plugin, s pluginStatus, pod 
 		f.T.Errorf("alarm list --pod %s:\n%s", pod, alarms)
 	}
 	defrag := runPlugin(f, k, 0, with("defrag")...)
+	f.T.Logf("kubectl etcd defrag --pod %s:\n%s", pod, defrag.Stdout)
 	for _, want := range []string{heading, "etcd Defragment: defragment " + pod, "check ok      quorum-margin"} {
 		if !strings.Contains(defrag.Stdout, want) || !strings.Contains(defrag.Stderr, "Dry run") {
 			f.T.Errorf("defrag --pod %s dry run does not say %q:\n%s", pod, want, defrag)
@@ -201,7 +205,7 @@ func requirePodMode(f *framework.Test, k *framework.Plugin, s pluginStatus, pod 
 	if !strings.Contains(refused.Stderr, "--pod") {
 		f.T.Errorf("pause --pod does not name the flag:\n%s", refused)
 	}
-	return []framework.PluginResult{members, status, alarms, defrag}
+	return []framework.PluginResult{members, text, status, alarms, defrag}
 }
 
 // listDefrags names the EtcdDefrags of the test's namespace.
