@@ -12,6 +12,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/etcdobserve"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/mutation"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/status"
 	operatordefrag "github.com/etcd-operator/etcd-operator/internal/defrag"
 	"github.com/etcd-operator/etcd-operator/internal/etcdclient"
 	"github.com/etcd-operator/etcd-operator/internal/quorum"
@@ -57,7 +58,7 @@ func RunPod(ctx context.Context, o Options, d *invocation.Deps) error {
 		sctx, scancel := context.WithTimeout(ctx, d.Globals.Timeout)
 		defer scancel()
 		if st, err := sess.Status(sctx, m.Endpoint); err == nil {
-			after = fmt.Sprintf(": database %s → %s", operatordefrag.Bytes(m.Status.DBSize), operatordefrag.Bytes(st.DBSize))
+			after = fmt.Sprintf(": database %s → %s", status.Bytes(m.Status.DBSize), status.Bytes(st.DBSize))
 		}
 		_, _ = fmt.Fprintf(d.ErrOut, "Defragmented %s%s.\n", m.Name, after)
 		return nil
@@ -96,7 +97,7 @@ func PlanPod(obs *etcdobserve.Observation, managed *etcdv1alpha2.EtcdCluster) (*
 		return p, nil
 	}
 	p.Check(RuleMemberAnswered, true, fmt.Sprintf("%s (%s) answered: database %s, %s in use", m.Name, etcdclient.FormatID(m.ID),
-		operatordefrag.Bytes(m.Status.DBSize), operatordefrag.Bytes(m.Status.DBSizeInUse)))
+		status.Bytes(m.Status.DBSize), status.Bytes(m.Status.DBSizeInUse)))
 	if !checkManaged(p, managed) || !checkMargin(p, obs, m) || !checkNotLeader(p, obs, m) {
 		return p, nil
 	}
