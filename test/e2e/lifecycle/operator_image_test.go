@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
@@ -39,12 +41,7 @@ func TestOperatorImageChangeRolls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	container := d.Spec.Template.Spec.Containers[0]
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == "manager" {
-			container = c
-		}
-	}
+	container := managerContainer(d)
 	oldImage := container.Image
 	newImage := imageRepository(oldImage) + ":" + operatorImageTag
 
@@ -57,16 +54,7 @@ func TestOperatorImageChangeRolls(t *testing.T) {
 	load := startLoad(f, name)
 	obs := observeMembership(f, name)
 
-	if err := tags.TagImage(f.Ctx, oldImage, newImage); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := tags.UntagImage(ctx, newImage); err != nil {
-			t.Errorf("removing the test's image name: %v", err)
-		}
-	})
+	tagImage(f, tags, oldImage, newImage)
 	// Registered after the untag, so it runs before it: the operator leaves the new name first.
 	t.Cleanup(func() { setOperatorImage(f, d.Name, container.Name, oldImage) })
 
@@ -79,25 +67,7 @@ func TestOperatorImageChangeRolls(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Record("operator-image-rollout", since(start), "operator Deployment image changed → its new Pod available")
-	// Status says converged until the new operator's first pass authorises the new hashes, so
-	// wait for the new guard in every Pod first, then for convergence.
-	err = f.Poll("every member Pod on guard image "+newImage, rollTimeout, func(ctx context.Context) (bool, string, error) {
-		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
-		if err != nil {
-			return false, errState(ctx, err), nil
-		}
-		var old []string
-		for i := range pods.Items {
-			if guardImageIs(newImage)(&pods.Items[i]) != nil || !framework.PodReady(&pods.Items[i]) {
-				old = append(old, pods.Items[i].Name)
-			}
-		}
-		return len(pods.Items) == 3 && len(old) == 0, fmt.Sprintf("%d Pods, not yet Ready on the new guard image: %v", len(pods.Items), old), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ec = waitConverged(f, name, 3, rollTimeout)
+	ec = waitGuardRolled(f, name, 3, newImage)
 	f.Record("roll-operator-image-total", since(start), "operator image changed → every PVC member restarted on the new guard image, converged")
 	s.record(f, "roll-operator-image", "operator image change on 3 PVC members")
 	if ec.Status.UpdatedMembers != 3 {
@@ -112,6 +82,33 @@ func TestOperatorImageChangeRolls(t *testing.T) {
 	load.verify(f, "operator image change rolled across 3 PVC members")
 	// Deleted now, so that restoring the operator's image does not roll this cluster back.
 	deleteCluster(f, name)
+}
+
+// tagImage names source target on every node, the test's stand-in for pushing a new tag
+// (framework.NodeImageTags), and removes that name in a cleanup.
+func tagImage(f *framework.Test, tags framework.NodeImageTags, source, target string) {
+	f.T.Helper()
+	if err := tags.TagImage(f.Ctx, source, target); err != nil {
+		f.T.Fatal(err)
+	}
+	f.T.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := tags.UntagImage(ctx, target); err != nil {
+			f.T.Errorf("removing the test's image name %s: %v", target, err)
+		}
+	})
+}
+
+// managerContainer is the operator Deployment's container "manager" (the one config/manager and
+// the chart name so), else its first.
+func managerContainer(d *appsv1.Deployment) corev1.Container {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "manager" {
+			return c
+		}
+	}
+	return d.Spec.Template.Spec.Containers[0]
 }
 
 // imageRepository is image without its tag or digest.
@@ -138,6 +135,30 @@ func guardImageIs(image string) func(*corev1.Pod) error {
 		}
 		return fmt.Errorf("no %s init container", desired.GuardContainerName)
 	}
+}
+
+// waitGuardRolled waits until the n member Pods of the cluster are Ready with the data-dir guard
+// from image, then until the cluster converged, and returns it. Status says converged until the
+// new operator's first pass authorises the new hashes, so the guard is awaited first.
+func waitGuardRolled(f *framework.Test, name string, n int, image string) *etcdv1alpha2.EtcdCluster {
+	f.T.Helper()
+	err := f.Poll("every member Pod on guard image "+image, rollTimeout, func(ctx context.Context) (bool, string, error) {
+		pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector(name)})
+		if err != nil {
+			return false, errState(ctx, err), nil
+		}
+		var old []string
+		for i := range pods.Items {
+			if guardImageIs(image)(&pods.Items[i]) != nil || !framework.PodReady(&pods.Items[i]) {
+				old = append(old, pods.Items[i].Name)
+			}
+		}
+		return len(pods.Items) == n && len(old) == 0, fmt.Sprintf("%d Pods, not yet Ready on the new guard image: %v", len(pods.Items), old), nil
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return waitConverged(f, name, n, rollTimeout)
 }
 
 func operatorImagePatch(container, image string) string {
