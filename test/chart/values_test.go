@@ -160,3 +160,33 @@ func requireMonitoringCopies(tb testing.TB, objs []*unstructured.Unstructured) {
 		tb.Errorf("the dashboard ConfigMap differs from config/grafana/etcd-operator.json (%d and %d bytes)", len(got), len(dashboard))
 	}
 }
+
+// TestCRDsKeptOnUninstall checks the annotation that makes `helm uninstall` leave the chart's
+// CRDs, and with them every EtcdCluster and its data (docs/helm.md, "Uninstall"): on every CRD
+// of config/crd/bases by default, on none with crds.keep=false. The e2e scenario TestHelmChart installs with
+// crds.enabled=false (its cluster's CRDs are shared), so this is where the annotation is checked.
+func TestCRDsKeptOnUninstall(t *testing.T) {
+	t.Parallel()
+	bases, err := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(bases) == 0 {
+		t.Fatalf("CRDs of config/crd/bases: %v (%d found)", err, len(bases))
+	}
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{{nil, "keep"}, {[]string{"crds.keep=false"}, ""}} {
+		crds := 0
+		for _, o := range mustTemplate(t, tc.set...) {
+			if o.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			crds++
+			if got := o.GetAnnotations()[keepAnnotation]; got != tc.want {
+				t.Errorf("--set %v: CRD %s has %s=%q, want %q", tc.set, o.GetName(), keepAnnotation, got, tc.want)
+			}
+		}
+		if crds != len(bases) {
+			t.Errorf("--set %v: %d CRDs rendered, want the %d of config/crd/bases", tc.set, crds, len(bases))
+		}
+	}
+}
