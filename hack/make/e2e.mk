@@ -16,7 +16,9 @@ E2E_PARALLEL ?= 3
 # -p 1: packages share one cluster, and one package's disruptive test (a stopped node) must not
 # land in the middle of another package's test.
 # S3SERVER_BIN_DIR: the backup tests run a real S3 server on the cluster's host (built on first use).
-E2E_GO_TEST = E2E_ARTIFACTS="$(E2E_ARTIFACTS)" S3SERVER_BIN_DIR="$$(go run ./hack/binaries s3server)" PROMETHEUS_BIN_DIR="$$(go run ./hack/binaries prometheus)" nice go test -tags e2e -count=1 -p 1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -v
+# HELM_BIN_DIR: the chart's scenario drives the pinned helm CLI (built on first use, docs/helm.md).
+# PROMETHEUS_BIN_DIR: the monitoring scenario runs a real Prometheus on the host (built on first use).
+E2E_GO_TEST = E2E_ARTIFACTS="$(E2E_ARTIFACTS)" S3SERVER_BIN_DIR="$$(go run ./hack/binaries s3server)" HELM_BIN_DIR="$$(go run ./hack/binaries helm)" PROMETHEUS_BIN_DIR="$$(go run ./hack/binaries prometheus)" nice go test -tags e2e -count=1 -p 1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -v
 # Runs the setup targets and exports how long they took, so the timing report has "cluster-up".
 E2E_RUN_SETUP = rm -f "$(E2E_ARTIFACTS)/timing.json" "$(E2E_ARTIFACTS)/timing.md"; export E2E_TIMING_MERGE=1; \
 	start=$$(date +%s%N); \
