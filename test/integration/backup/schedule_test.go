@@ -63,6 +63,17 @@ func (w *scheduleWorld) schedule(edit func(*etcdv1alpha2.EtcdSnapshotScheduleSpe
 	return s
 }
 
+// atSecond moves the clock forward to second sec of its current minute, crossing no slot.
+func (w *scheduleWorld) atSecond(sec int) {
+	w.t.Helper()
+	now := w.clock.Now()
+	at := now.Truncate(time.Minute).Add(time.Duration(sec) * time.Second)
+	if at.Before(now) {
+		w.t.Fatalf("clock at %s is past second %d of its minute", now, sec)
+	}
+	w.clock.SetTime(at)
+}
+
 // pass moves the clock by d and runs one pass; it returns the schedule as stored after it.
 func (w *scheduleWorld) pass(d time.Duration) *etcdv1alpha2.EtcdSnapshotSchedule {
 	w.t.Helper()
@@ -229,6 +240,9 @@ func TestScheduleHistoryLimits(t *testing.T) {
 		s.SuccessfulSnapshotsHistoryLimit, s.FailedSnapshotsHistoryLimit = ptr.To[int32](2), ptr.To[int32](1)
 		s.ConcurrencyPolicy = etcdv1alpha2.ConcurrencyAllow
 	})
+	// Every pass at second 59 of its minute, the case that once took a sixth snapshot: the last
+	// pass then stepped one second, into the next slot.
+	w.atSecond(59)
 	phases := []etcdv1alpha2.SnapshotPhase{etcdv1alpha2.SnapshotPhaseComplete, etcdv1alpha2.SnapshotPhaseFailed, etcdv1alpha2.SnapshotPhaseComplete,
 		etcdv1alpha2.SnapshotPhaseComplete, etcdv1alpha2.SnapshotPhaseFailed}
 	var names []string
@@ -242,7 +256,7 @@ func TestScheduleHistoryLimits(t *testing.T) {
 		names = append(names, newest)
 		w.finish(newest, phase)
 	}
-	s := w.pass(time.Second)
+	s := w.pass(0) // any step could cross into the next slot and take another snapshot
 	var left []string
 	for _, snap := range w.snapshots() {
 		left = append(left, snap.Name)
