@@ -42,6 +42,9 @@ type env struct {
 	ns   string
 	set  *legacyfixture.Set
 	etcd *etcdproc.Cluster
+	// members are the etcd members by legacy cluster name: etcd, and those of clusters a
+	// test adds to the namespace.
+	members map[string]*etcdproc.Cluster
 }
 
 // newEnv applies the legacy fixture (one member: real etcd processes cannot resolve the
@@ -59,26 +62,35 @@ func newEnv(tb testing.TB) *env {
 	if err := set.Apply(ctx, k8sClient); err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{ns: ns, set: set}
-	e.createPodsAndPVCs(tb)
+	e := &env{ns: ns, set: set, members: map[string]*etcdproc.Cluster{}}
+	e.createPodsAndPVCs(tb, set)
 	e.createOperator(tb)
-	pod := legacy.PodName(clusterName, 0)
-	peer := fmt.Sprintf("https://%s.%s.%s.svc:%d", pod, legacy.HeadlessServiceName(set.Cluster), ns, legacy.PeerPort)
-	e.etcd = etcdproc.StartForTest(ctx, tb, etcdproc.Options{ExtraArgs: []string{
-		"--name=" + pod, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=" + pod + "=" + peer,
-	}})
+	e.etcd = e.startMember(tb, set)
 	startCollector(tb, ns)
 	return e
 }
 
-func (e *env) createPodsAndPVCs(tb testing.TB) {
+// startMember starts the one member of set's cluster under its Pod's name and peer URL.
+func (e *env) startMember(tb testing.TB, set *legacyfixture.Set) *etcdproc.Cluster {
+	tb.Helper()
+	pod := legacy.PodName(set.Options.Name, 0)
+	peer := fmt.Sprintf("https://%s.%s.%s.svc:%d", pod, legacy.HeadlessServiceName(set.Cluster), e.ns, legacy.PeerPort)
+	c := etcdproc.StartForTest(tb.Context(), tb, etcdproc.Options{ExtraArgs: []string{
+		"--name=" + pod, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=" + pod + "=" + peer,
+	}})
+	e.members[set.Options.Name] = c
+	return c
+}
+
+// createPodsAndPVCs stands in for the StatefulSet controller of an applied legacy cluster.
+func (e *env) createPodsAndPVCs(tb testing.TB, set *legacyfixture.Set) {
 	tb.Helper()
 	ctx := tb.Context()
 	sts := &appsv1.StatefulSet{}
-	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: clusterName}, sts); err != nil {
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: set.StatefulSet.Name}, sts); err != nil {
 		tb.Fatal(err)
 	}
-	for _, p := range e.set.ExpectedPods() {
+	for _, p := range set.ExpectedPods() {
 		p.UID, p.ResourceVersion = "", ""
 		p.OwnerReferences[0].UID = sts.UID
 		status := p.Status
@@ -91,7 +103,7 @@ func (e *env) createPodsAndPVCs(tb testing.TB) {
 			tb.Fatal(err)
 		}
 	}
-	for _, c := range e.set.ExpectedPVCs() {
+	for _, c := range set.ExpectedPVCs() {
 		c.UID, c.ResourceVersion = "", ""
 		if err := k8sClient.Create(ctx, c); err != nil {
 			tb.Fatal(err)
@@ -124,7 +136,7 @@ func (e *env) run(tb testing.TB, o *migrate.Options, w *writes) (string, error) 
 	tb.Helper()
 	var out, errOut bytes.Buffer
 	d := &migrate.Deps{
-		Kube: w.client(), Dialer: directDialer{e.etcd}, Clock: clock.RealClock{}, Prompter: noTerminal{},
+		Kube: w.client(), Dialer: directDialer{e.members}, Clock: clock.RealClock{}, Prompter: noTerminal{},
 		Out: &out, ErrOut: &errOut, Namespace: e.ns, Poll: 100 * time.Millisecond, VerifyTimeout: 200 * time.Millisecond,
 	}
 	err := migrate.Run(tb.Context(), o, d)
@@ -132,14 +144,19 @@ func (e *env) run(tb testing.TB, o *migrate.Options, w *writes) (string, error) 
 	return out.String(), err
 }
 
-// directDialer reaches the one etcd member directly instead of port-forwarding to its Pod.
-type directDialer struct{ c *etcdproc.Cluster }
+// directDialer reaches a cluster's one etcd member directly instead of port-forwarding to
+// its Pod.
+type directDialer struct{ members map[string]*etcdproc.Cluster }
 
 func (d directDialer) Dial(ctx context.Context, t phase.Target) (*phase.Session, error) {
+	c := d.members[t.Cluster]
+	if c == nil {
+		return nil, fmt.Errorf("no etcd runs for cluster %s", t.Cluster)
+	}
 	endpoints := map[string]string{}
 	for _, p := range t.Pods {
 		if p.Status.Phase == corev1.PodRunning {
-			endpoints[p.Name] = d.c.Members[0].ClientURL
+			endpoints[p.Name] = c.Members[0].ClientURL
 		}
 	}
 	if len(endpoints) == 0 {
