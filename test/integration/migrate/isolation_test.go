@@ -1,0 +1,226 @@
+package migrate_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/etcdmigrate/migrate"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
+	"github.com/etcd-operator/etcd-operator/internal/legacy"
+	"github.com/etcd-operator/etcd-operator/internal/migrate/plan"
+	"github.com/etcd-operator/etcd-operator/internal/migrate/translate"
+	"github.com/etcd-operator/etcd-operator/test/utils/legacyfixture"
+)
+
+// refusedName is the refused legacy cluster next to the healthy one; no object of the healthy
+// cluster has it in its name.
+const refusedName = "cache"
+
+// A refused cluster is left untouched while the others in its namespace are adopted
+// (docs/migration.md, "Refusals"). The refused cluster has a real etcd member of its own, so
+// that the case's refusal is its only one: the plan must name exactly that code.
+func TestRefusedClusterUntouchedWhileOthersMigrate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		code translate.Code
+		// opts spoils the legacy cluster's options; after, the objects applied from them.
+		opts  func(*legacyfixture.Options)
+		after func(*env, *testing.T)
+	}{
+		{code: translate.RefusalEmptyDirStorage, opts: func(o *legacyfixture.Options) { o.EmptyDir = true }},
+		{code: translate.RefusalAuthWithoutServerTLS, opts: func(o *legacyfixture.Options) { o.Auth = true }},
+		{code: translate.RefusalStorageTooSmall, opts: func(o *legacyfixture.Options) { o.StorageSize = resource.MustParse("128Mi") }},
+		{code: translate.RefusalPVCMissing, after: (*env).removeRefusedPVC},
+		// Its only member without a Running Pod: nothing to dial.
+		{code: translate.RefusalInspectionFailed, after: (*env).stopRefusedPod},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.code), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			opts := legacyfixture.Options{Name: refusedName, Namespace: e.ns, Replicas: 1, Image: etcdImage}
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			e.addLegacy(t, opts)
+			if tc.after != nil {
+				tc.after(e, t)
+			}
+			before := e.refusedObjects(t)
+
+			e.assertPlanRefuses(t, tc.code)
+			e.assertApplyLeavesRefusedUntouched(t, before)
+		})
+	}
+}
+
+// assertApplyLeavesRefusedUntouched runs --apply: the healthy cluster is adopted, and no
+// object of the refused one changes, appears or goes.
+func (e *env) assertApplyLeavesRefusedUntouched(t *testing.T, before map[string]string) {
+	t.Helper()
+	w := newWrites(-1)
+	out, err := e.run(t, e.options(true), w)
+	// docs/migration.md, "Exit codes", names no code for an applied run with a refused
+	// cluster; the command exits 0 when every adoptable cluster was adopted.
+	if code := invocation.Code(err); code != invocation.ExitOK {
+		t.Errorf("apply exited %d (%v), want 0\n%s", code, err, out)
+	}
+	t.Logf("summary:\n%s", out)
+	if !strings.Contains(out, e.ns+"/"+refusedName) || !strings.Contains(out, migrate.ResultRefused+": left untouched") {
+		t.Errorf("the summary does not report %s refused", refusedName)
+	}
+	for _, l := range w.log {
+		if strings.Contains(l, refusedName) {
+			t.Errorf("the run wrote to the refused cluster: %s", l)
+		}
+	}
+	e.assertAdopted(t)
+	after := e.refusedObjects(t)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed:\nbefore %s\n after %s", k, v, after[k])
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s appeared", k)
+		}
+	}
+}
+
+// addLegacy applies one more legacy cluster of one member to the namespace, with its Pod, PVC
+// and etcd member.
+func (e *env) addLegacy(tb testing.TB, o legacyfixture.Options) {
+	tb.Helper()
+	set, err := legacyfixture.Build(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := set.Apply(tb.Context(), k8sClient); err != nil {
+		tb.Fatal(err)
+	}
+	e.createPodsAndPVCs(tb, set)
+	e.startMember(tb, set)
+}
+
+// stopRefusedPod marks the refused cluster's Pod Pending, as the kubelet reports one whose
+// container is not running.
+func (e *env) stopRefusedPod(t *testing.T) {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: legacy.PodName(refusedName, 0)}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodPending
+	if err := k8sClient.Status().Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// removeRefusedPVC deletes the refused cluster's PVC and drops its finalizers (envtest's
+// admission adds kubernetes.io/pvc-protection, and no controller ever releases it), so that it
+// is gone.
+func (e *env) removeRefusedPVC(t *testing.T) {
+	t.Helper()
+	name := legacy.PVCName(legacy.PodName(refusedName, 0))
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: name}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Finalizers = nil
+	if err := k8sClient.Update(t.Context(), pvc); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Delete(t.Context(), pvc); err != nil {
+		t.Fatal(err)
+	}
+	e.assertGone(t, &corev1.PersistentVolumeClaim{}, name)
+}
+
+// assertPlanRefuses checks that the dry run, as text and as JSON, refuses the refused cluster
+// with code and plans the healthy one's adoption, and exits 3 (docs/migration.md, "Exit codes").
+func (e *env) assertPlanRefuses(t *testing.T, code translate.Code) {
+	t.Helper()
+	refused, healthy := e.ns+"/"+refusedName, e.ns+"/"+clusterName
+	out, err := e.run(t, e.options(false), newWrites(0))
+	if c := invocation.Code(err); c != invocation.ExitRefused {
+		t.Fatalf("dry run exited %d (%v), want %d", c, err, invocation.ExitRefused)
+	}
+	if !strings.Contains(out, "Cluster "+refused+": REFUSED") || !strings.Contains(out, string(code)+" (") ||
+		!strings.Contains(out, "2 cluster(s): 1 to adopt, 1 refused") {
+		t.Errorf("the text plan does not refuse %s with %s:\n%s", refused, code, out)
+	}
+	o := e.options(false)
+	o.Output = migrate.OutputJSON
+	out, err = e.run(t, o, newWrites(0))
+	if c := invocation.Code(err); c != invocation.ExitRefused {
+		t.Fatalf("JSON dry run exited %d (%v), want %d", c, err, invocation.ExitRefused)
+	}
+	var r plan.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("the JSON plan: %v\n%s", err, out)
+	}
+	verdicts := map[string]string{}
+	for _, p := range r.Clusters {
+		verdicts[p.Cluster] = p.Verdict
+		codes := make([]translate.Code, 0, len(p.Refusals))
+		for _, f := range p.Refusals {
+			codes = append(codes, f.Code)
+		}
+		t.Logf("%s: %s, refusals %v", p.Cluster, p.Verdict, codes)
+		if p.Cluster == refused && !slices.Equal(codes, []translate.Code{code}) {
+			t.Errorf("the JSON plan refuses %s with %v, want %s alone", refused, codes, code)
+		}
+	}
+	if verdicts[refused] != plan.VerdictRefused || verdicts[healthy] != plan.VerdictAdopt {
+		t.Errorf("JSON verdicts = %v, want %s refused and %s adopted", verdicts, refused, healthy)
+	}
+}
+
+// refusedObjects renders every object in the namespace with the refused cluster's name in its
+// own, whole (resourceVersion included), by kind and name: an object that changed, appeared
+// or went shows in a comparison.
+func (e *env) refusedObjects(t *testing.T) map[string]string {
+	t.Helper()
+	legacyList := &unstructured.UnstructuredList{}
+	legacyList.SetGroupVersionKind(legacy.EtcdClusterGVK.GroupVersion().WithKind(legacy.EtcdClusterGVK.Kind + "List"))
+	lists := []client.ObjectList{legacyList, &appsv1.StatefulSetList{}, &corev1.PodList{}, &corev1.PersistentVolumeClaimList{},
+		&corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}, &policyv1.PodDisruptionBudgetList{},
+		&batchv1.JobList{}, &etcdv1alpha2.EtcdClusterList{}, &etcdv1alpha2.EtcdMemberList{}}
+	out := map[string]string{}
+	for _, l := range lists {
+		if err := k8sClient.List(t.Context(), l, client.InNamespace(e.ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, err := metaItems(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			if !strings.Contains(o.GetName(), refusedName) {
+				continue
+			}
+			b, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[fmt.Sprintf("%T %s", l, o.GetName())] = string(b)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no object of the refused cluster found")
+	}
+	return out
+}
