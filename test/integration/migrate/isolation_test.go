@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-operator/etcd-operator/api/v1alpha2"
@@ -43,6 +45,7 @@ func TestRefusedClusterUntouchedWhileOthersMigrate(t *testing.T) {
 		{code: translate.RefusalAuthWithoutServerTLS, opts: func(o *legacyfixture.Options) { o.Auth = true }},
 		{code: translate.RefusalStorageTooSmall, opts: func(o *legacyfixture.Options) { o.StorageSize = resource.MustParse("128Mi") }},
 		{code: translate.RefusalPVCMissing, after: (*env).removeRefusedPVC},
+		{code: translate.RefusalPVCForeignOwner, after: (*env).ownRefusedPVC},
 		// Its only member without a Running Pod: nothing to dial.
 		{code: translate.RefusalInspectionFailed, after: (*env).stopRefusedPod},
 	}
@@ -125,6 +128,20 @@ func (e *env) stopRefusedPod(t *testing.T) {
 	}
 	p.Status.Phase = corev1.PodPending
 	if err := k8sClient.Status().Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ownRefusedPVC gives the refused cluster's PVC a controller reference to another
+// controller's object.
+func (e *env) ownRefusedPVC(t *testing.T) {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: legacy.PVCName(legacy.PodName(refusedName, 0))}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pvc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "foreign", UID: "foreign-uid", Controller: ptr.To(true)}}
+	if err := k8sClient.Update(t.Context(), pvc); err != nil {
 		t.Fatal(err)
 	}
 }
