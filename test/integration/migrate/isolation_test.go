@@ -75,10 +75,9 @@ func (e *env) assertApplyLeavesRefusedUntouched(t *testing.T, before map[string]
 	t.Helper()
 	w := newWrites(-1)
 	out, err := e.run(t, e.options(true), w)
-	// docs/migration.md, "Exit codes", names no code for an applied run with a refused
-	// cluster; the command exits 0 when every adoptable cluster was adopted.
-	if code := invocation.Code(err); code != invocation.ExitOK {
-		t.Errorf("apply exited %d (%v), want 0\n%s", code, err, out)
+	// docs/migration.md, "Exit codes": the others adopted, a refused cluster left untouched is 3.
+	if code := invocation.Code(err); code != invocation.ExitRefused {
+		t.Errorf("apply exited %d (%v), want %d\n%s", code, err, invocation.ExitRefused, out)
 	}
 	t.Logf("summary:\n%s", out)
 	if !strings.Contains(out, e.ns+"/"+refusedName) || !strings.Contains(out, migrate.ResultRefused+": left untouched") {

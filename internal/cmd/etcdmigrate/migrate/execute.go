@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/cmd/etcdmigrate/adopt"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/etcdmigrate/phase"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/etcdmigrate/verify"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/kubectletcd/invocation"
 	"github.com/etcd-operator/etcd-operator/internal/migrate/plan"
 	"github.com/etcd-operator/etcd-operator/internal/migrate/translate"
 )
@@ -61,7 +62,22 @@ func execute(ctx context.Context, o *Options, d *Deps, disc *phase.Discovery, pl
 	if len(failed) > 0 {
 		return fmt.Errorf("%d cluster(s) not adopted or not verified: %s", len(failed), strings.Join(failed, ", "))
 	}
+	// A refused cluster is still the legacy operator's: the run did not migrate the namespace,
+	// and scripts must see that (docs/migration.md, "Exit codes").
+	if n := countResult(outs, ResultRefused); n > 0 {
+		return invocation.Refused("plan", fmt.Sprintf("%d cluster(s) refused and left untouched; the others were adopted", n))
+	}
 	return nil
+}
+
+func countResult(outs []Outcome, result string) int {
+	n := 0
+	for _, out := range outs {
+		if out.Result == result {
+			n++
+		}
+	}
+	return n
 }
 
 func adoptOne(ctx context.Context, o *Options, d *Deps, disc *phase.Discovery, p planned, op phase.Operator) Outcome {
