@@ -97,7 +97,6 @@ func (t *translator) clientTLS(tls legacy.TLSSpec) *etcdv1alpha2.ClientTLS {
 			"add ca.crt to "+server.Name+" or set serverTrustedCASecret in the legacy spec, then re-run")
 		return nil
 	}
-	t.checkSANs("Secret "+server.Name, server, "server")
 	out := &etcdv1alpha2.ClientTLS{}
 	t.out.Security.ClientTLS = "tls"
 	if tls.ClientSecret != "" {
@@ -106,6 +105,7 @@ func (t *translator) clientTLS(tls legacy.TLSSpec) *etcdv1alpha2.ClientTLS {
 		t.out.Security.ClientTLS = "mtls"
 	}
 	name := t.useOrCombine(server, sources, bundle, "server", "client API certificate with the CA bundle etcd and the operator trust")
+	t.checkSANs(server, name, "server")
 	t.out.CADigests.Client = desired.CADigest(bundle)
 	out.ServerSecretRef = &corev1.LocalObjectReference{Name: name}
 	return out
@@ -139,8 +139,8 @@ func (t *translator) peerTLS(tls legacy.TLSSpec) *etcdv1alpha2.PeerTLS {
 		return nil
 	}
 	t.out.Security.PeerTLS = "mtls"
-	t.checkSANs("Secret "+peer.Name, peer, "peer")
 	name := t.useOrCombine(peer, []string{ca.Name + "/" + keyCA}, ca.CA, "peer", "peer certificate with the peer CA")
+	t.checkSANs(peer, name, "peer")
 	t.out.CADigests.Peer = desired.CADigest(ca.CA)
 	return &etcdv1alpha2.PeerTLS{SecretRef: &corev1.LocalObjectReference{Name: name}}
 }
@@ -187,16 +187,23 @@ func (t *translator) secret(field, name string, keys ...string) (SecretSummary, 
 
 // checkSANs flags certificates that do not cover members added later: they are named
 // <c>-<random> under the Service <c>, and the legacy certificates usually name the legacy
-// headless Service only (docs/tls.md, "Names in the certificates").
-func (t *translator) checkSANs(field string, s SecretSummary, role string) {
+// headless Service only (docs/tls.md, "Names in the certificates"). The fix names every Secret
+// that holds the certificate after the adoption: the legacy one the adopted Pods mount and
+// adoptedAs, the one the EtcdCluster names, when it is a copy (docs/migration.md,
+// "Certificates after a TLS migration").
+func (t *translator) checkSANs(s SecretSummary, adoptedAs, role string) {
 	c := t.in.Cluster
 	want := "*." + desired.HeadlessServiceName(c.Name) + "." + c.Namespace + ".svc"
 	if len(s.CertDNSNames) == 0 || contains(s.CertDNSNames, want) {
 		return
 	}
-	t.warn(WarnCertificateSANs, field,
+	into := "Secret " + s.Name
+	if adoptedAs != s.Name {
+		into = "Secrets " + s.Name + " (the adopted Pods mount it) and " + adoptedAs + " (members started later mount it)"
+	}
+	t.warn(WarnCertificateSANs, "Secret "+s.Name,
 		fmt.Sprintf("the %s certificate does not name %s: adopted members keep working, but every member added later (scale-up, replacement) fails TLS, and the operator holds it with CertificateInvalid", role, want),
-		"re-issue the certificate with the SANs of docs/tls.md before scaling or replacing members")
+		"re-issue it from the same CA with the SANs of docs/tls.md next to its legacy names, into "+into+", and wait until every member serves it before scaling or replacing members (docs/migration.md, \"Certificates after a TLS migration\")")
 }
 
 // joinPEM concatenates two PEM bundles with exactly one newline between them.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
@@ -52,8 +53,9 @@ func (f *Test) EtcdMigrate(ctx context.Context, args ...string) PluginResult {
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
 	err = cmd.Run()
-	r := PluginResult{Stdout: out.String(), Stderr: errOut.String()}
+	r := PluginResult{Stdout: out.String(), Stderr: errOut.String(), Took: time.Since(start)}
 	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		r.Code = ee.ExitCode()
 	} else if err != nil {

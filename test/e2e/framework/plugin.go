@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
@@ -32,6 +33,8 @@ type PluginResult struct {
 	Stdout, Stderr string
 	// Code is the exit code.
 	Code int
+	// Took is how long the process ran: building the binary on first use is not in it.
+	Took time.Duration
 }
 
 // pluginBuild builds the pinned kubectl (or reuses it) and kubectl-etcd once per test process.
@@ -89,8 +92,9 @@ func (p *Plugin) Run(ctx context.Context, args ...string) PluginResult {
 	cmd.Env = append(os.Environ(), "PATH="+p.path, "KUBECONFIG="+p.kubeconfig)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
 	err := cmd.Run()
-	r := PluginResult{Stdout: out.String(), Stderr: errOut.String()}
+	r := PluginResult{Stdout: out.String(), Stderr: errOut.String(), Took: time.Since(start)}
 	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		r.Code = ee.ExitCode()
 	} else if err != nil {

@@ -54,9 +54,10 @@ func TestMigratePlaintextUnderWrites(t *testing.T) {
 // legacy cluster that serves clients over TLS (its own server certificate) and its peers with
 // --peer-auto-tls, the layout the adopted cluster keeps as peer-auto-tls. The writer trusts the
 // legacy server CA. This run takes the mandatory backup (to a PVC, through the snapshot agent's
-// Job over the legacy client Service's TLS) instead of skipping it. Scaling is left out: the
-// legacy server certificate names only the legacy Services, so members added later are refused
-// until it is re-issued (docs/migration.md, CertificateSANs).
+// Job over the legacy client Service's TLS) instead of skipping it. The legacy server
+// certificate names only the legacy Services, so the operator holds new members with
+// CertificateInvalid until the runbook's re-issue (docs/migration.md, "Certificates after a TLS
+// migration"); after it the adopted cluster scales, rolls and is snapshotted as the plaintext one.
 func TestMigratePeerAutoTLSUnderWrites(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Migration, framework.Tools, framework.Security)
@@ -74,6 +75,8 @@ func TestMigratePeerAutoTLSUnderWrites(t *testing.T) {
 	if ec.Annotations[etcdv1alpha2.AnnotationPeerAutoTLS] != "true" {
 		t.Errorf("adopted cluster annotations %v, want %s=true", ec.Annotations, etcdv1alpha2.AnnotationPeerAutoTLS)
 	}
+	r.reissueCertificates(f)
+	r.operateAdopted(f)
 }
 
 // TestMigrateTLSAuthUnderWrites adopts a legacy cluster of the six-Secret TLS layout (peer
@@ -81,12 +84,15 @@ func TestMigratePeerAutoTLSUnderWrites(t *testing.T) {
 // traffic from a client in a Pod that presents the legacy client certificate (common name
 // root). etcd-migrate turns auth off with that certificate before the adoption and the operator
 // turns it on again with the generated root password (docs/migration.md, AuthWindow); the
-// writer's certificate keeps working throughout. Scaling is left out as for peer auto-TLS.
+// writer's certificate keeps working throughout. The mandatory backup is taken, with the legacy
+// client certificate, inside the auth window. After the re-issue of the server and peer
+// certificates the adopted cluster scales, rolls and is snapshotted as in the other variants.
 func TestMigrateTLSAuthUnderWrites(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Migration, framework.Tools, framework.Security)
 	requireOperator(f)
 	r := startLegacy(f, legacyfixture.TLS, true)
+	r.backupClaim = "premigrate"
 	r.writer = f.StartClientPod("writer")
 	load := r.startPodLoad(f, legacyName, "/migrate/")
 	r.stopController(f)
@@ -99,6 +105,8 @@ func TestMigrateTLSAuthUnderWrites(t *testing.T) {
 		t.Errorf("adopted cluster spec auth %+v, tls %+v: want auth on and peer TLS from the legacy peer Secret", ec.Spec.Auth, ec.Spec.TLS)
 	}
 	waitAuthLatched(f, legacyName)
+	r.reissueCertificates(f)
+	r.operateAdopted(f)
 }
 
 // refuseWhileControllerRuns runs --apply while the stand-in legacy controller runs: the gate
@@ -137,10 +145,9 @@ func (r *legacyRun) migrate(f *framework.Test, load *podLoad) {
 	f.T.Helper()
 	r.dryRun(f)
 	r.apply(f)
-	from := time.Now()
 	res := runMigrate(f, "verify")
-	f.Record("migrate-verify", since(from), "etcd-migrate verify → exit 0")
-	f.T.Logf("etcd-migrate verify took %s", since(from))
+	f.Record("migrate-verify", res.Took, "etcd-migrate verify → exit 0")
+	f.T.Logf("etcd-migrate verify took %s", res.Took)
 	if res.Code != 0 || !strings.Contains(res.Stdout, "verified") {
 		f.T.Fatalf("etcd-migrate verify: %s", res)
 	}
@@ -162,8 +169,8 @@ func (r *legacyRun) dryRun(f *framework.Test) {
 	f.T.Helper()
 	from := time.Now()
 	res := runMigrate(f, "--legacy-controller", r.controller)
-	f.Record("migrate-dry-run", since(from), "etcd-migrate plan of 1 legacy cluster of 3 members (inspection through port-forwards)")
-	f.T.Logf("etcd-migrate dry run took %s", since(from))
+	f.Record("migrate-dry-run", res.Took, "etcd-migrate plan of 1 legacy cluster of 3 members (inspection through port-forwards)")
+	f.T.Logf("etcd-migrate dry run took %s", res.Took)
 	if res.Code != 0 || !strings.Contains(res.Stdout, legacyName) {
 		f.T.Fatalf("etcd-migrate dry run: %s", res)
 	}
@@ -184,8 +191,8 @@ func (r *legacyRun) apply(f *framework.Test) {
 	}
 	from := time.Now()
 	res := runMigrate(f, append([]string{"--legacy-controller", r.controller, "--apply", "-y"}, backup...)...)
-	f.Record("migrate-apply", since(from), "etcd-migrate --apply "+strings.Join(backup, " ")+" of 3 members under write traffic → exit 0")
-	f.T.Logf("etcd-migrate --apply took %s", since(from))
+	f.Record("migrate-apply", res.Took, "etcd-migrate --apply "+strings.Join(backup, " ")+" of 3 members under write traffic → exit 0")
+	f.T.Logf("etcd-migrate --apply took %s", res.Took)
 	if res.Code != 0 {
 		f.T.Fatalf("etcd-migrate --apply: %s", res)
 	}

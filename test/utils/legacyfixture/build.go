@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/legacy"
+	"github.com/etcd-operator/etcd-operator/test/utils/testpki"
 )
 
 // Set is one legacy cluster's objects, as a legacy release leaves them.
@@ -35,6 +36,8 @@ type Set struct {
 	// CAs are the PEM CA certificates by role ("peer", "server", "client"), for tests that
 	// dial the cluster or check a migrated bundle.
 	CAs map[string][]byte
+	// issuers are the CAs themselves, keys included, so that Reissued can sign again.
+	issuers map[string]*testpki.CA
 }
 
 // Build renders the objects of one legacy cluster.
@@ -43,9 +46,12 @@ func Build(opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{Options: o, CRDs: CRDs(), Cluster: cluster(o), CAs: map[string][]byte{}}
-	if s.Secrets, err = tlsSecrets(o, s.CAs); err != nil {
+	s := &Set{Options: o, CRDs: CRDs(), Cluster: cluster(o), CAs: map[string][]byte{}, issuers: map[string]*testpki.CA{}}
+	if s.Secrets, err = tlsSecrets(o, s.issuers); err != nil {
 		return nil, err
+	}
+	for role, ca := range s.issuers {
+		s.CAs[role] = ca.CertPEM
 	}
 	s.StatefulSet = statefulSet(o, s.Cluster)
 	s.HeadlessService = headlessService(o, s.Cluster)

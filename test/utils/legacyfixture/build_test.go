@@ -319,3 +319,38 @@ func TestBuildRejectsUnknownVariant(t *testing.T) {
 		t.Error("built an unknown variant")
 	}
 }
+
+// TestReissuedNamesBothLayouts: the re-issued certificates chain to the same CAs and name both
+// the legacy members (adopted members keep their peer URLs) and this operator's (members added
+// later), the SANs the operator's own check wants.
+func TestReissuedNamesBothLayouts(t *testing.T) {
+	t.Parallel()
+	s := build(t, Options{Name: "etcd", Namespace: "tenant-a", Variant: TLS})
+	got, err := s.Reissued()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for role, names := range map[string][]string{
+		CAServer: {"etcd-0.etcd-headless.tenant-a.svc", "etcd-x1.etcd.tenant-a.svc", "etcd-client.tenant-a.svc.cluster.local", "etcd.tenant-a.svc", "localhost"},
+		CAPeer:   {"etcd-0.etcd-headless.tenant-a.svc.cluster.local", "peer.etcd.tenant-a.svc", "etcd-x1.etcd.tenant-a.svc.cluster.local"},
+	} {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(s.CAs[role])
+		block, _ := pem.Decode(got[role][corev1.TLSCertKey])
+		if block == nil {
+			t.Fatalf("%s: no re-issued certificate in %v", role, got)
+		}
+		leaf, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: n, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+				t.Errorf("re-issued %s certificate for %s: %v", role, n, err)
+			}
+		}
+	}
+	if auto, err := build(t, Options{Variant: PeerAutoTLS}).Reissued(); err != nil || len(auto) != 1 || auto[CAServer] == nil {
+		t.Errorf("peer auto-TLS re-issues the server certificate alone: %v, %v", auto, err)
+	}
+}
