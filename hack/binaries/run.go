@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/etcd-operator/etcd-operator/hack/binaries/pinned"
 )
@@ -77,14 +78,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("unknown subcommand %q\n%s", sub, usage)
 	}
-	for _, step := range steps {
-		dir, err := step(ctx)
-		if err != nil {
-			return err
-		}
+	dirs, err := runConcurrently(ctx, steps, concurrentBuilds)
+	if err != nil {
+		return err
+	}
+	for _, dir := range dirs {
 		if _, err := fmt.Fprintln(stdout, dir); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// concurrentBuilds bounds the builds that run at once. A cold build of one set spends most of
+// its wall time waiting for module downloads and in its single-threaded link (helm: 178 CPU
+// seconds in 6m41s of wall time on 2 cores), so a few sets side by side fill the cores; more
+// would only add memory (a link of the Kubernetes commands takes about 2 GB).
+const concurrentBuilds = 4
+
+// runConcurrently runs steps, at most limit at a time, and returns their folders in the order
+// of steps (callers such as ETCD_BIN_DIRS depend on it), or the first error in that order. A
+// failed step does not stop the others: what they built stays cached for the next run.
+func runConcurrently(ctx context.Context, steps []func(context.Context) (string, error), limit int) ([]string, error) {
+	dirs := make([]string, len(steps))
+	errs := make([]error, len(steps))
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			dirs[i], errs[i] = step(ctx)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return dirs, nil
 }

@@ -200,7 +200,7 @@ func (b *Builder) ensure(ctx context.Context, set binarySet, want []string) (str
 	if len(missing()) == 0 {
 		return binDir, nil
 	}
-	unlock, err := lockCache(b.cacheDir, b.log)
+	unlock, err := lockCache(b.cacheDir, set.name, b.log)
 	if err != nil {
 		return "", err
 	}

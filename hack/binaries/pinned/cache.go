@@ -26,14 +26,17 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(base, "etcd-operator"), nil
 }
 
-// lockCache takes an exclusive lock on the cache so that concurrent callers build each binary
-// once; it blocks, saying so on log, while another process holds it. The returned function
-// releases the lock.
-func lockCache(cacheDir string, log io.Writer) (func(), error) {
+// lockCache takes an exclusive lock on one binary set of the cache (its folders bin/<set> and
+// src/<set>) so that concurrent callers build each binary once; it blocks, saying so on log,
+// while another process or goroutine holds it. Sets have locks of their own so that different
+// sets build at the same time: a cold build spends much of its time downloading modules, which
+// another set's compilation can fill (docs/local-cluster.md, "Pinned binaries"). Go's module and
+// build caches are safe for concurrent use. The returned function releases the lock.
+func lockCache(cacheDir, set string, log io.Writer) (func(), error) {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating cache %s: %w", cacheDir, err)
 	}
-	path := filepath.Join(cacheDir, ".build.lock")
+	path := filepath.Join(cacheDir, ".build-"+set+".lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)

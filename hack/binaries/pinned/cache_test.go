@@ -1,9 +1,11 @@
 package pinned
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestIsCachedNeedsBinaryAndMatchingStamp(t *testing.T) {
@@ -68,5 +70,40 @@ func TestLinkAllReplacesStaleLinks(t *testing.T) {
 	}
 	if string(got) != "v2" {
 		t.Errorf("envtest etcd holds %q, want the rebuilt %q", got, "v2")
+	}
+}
+
+// TestLockCacheIsPerSet: a held set's lock keeps a second caller of that set waiting, and
+// leaves another set free to build.
+func TestLockCacheIsPerSet(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	unlock, err := lockCache(dir, "helm-v1", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := lockCache(dir, "etcd-v3", io.Discard)
+	if err != nil {
+		t.Fatalf("another set's lock while helm-v1 is held: %v", err)
+	}
+	other()
+	got := make(chan struct{})
+	go func() {
+		second, err := lockCache(dir, "helm-v1", io.Discard)
+		if err == nil {
+			second()
+		}
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatal("a second caller took helm-v1's lock while it was held")
+	case <-time.After(200 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second caller did not get helm-v1's lock once it was released")
 	}
 }
