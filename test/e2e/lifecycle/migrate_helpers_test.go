@@ -194,7 +194,7 @@ func (r *legacyRun) legacyState(f *framework.Test) memberState {
 	if err != nil {
 		f.T.Fatalf("MemberList at %s: %v", eps[0], err)
 	}
-	s := memberState{clusterID: hexID(ml.Header.ClusterId), members: map[string]string{}, pods: podStates(f)}
+	s := memberState{clusterID: hexID(ml.Header.ClusterId), members: map[string]string{}, pods: podStates(f, legacySelector())}
 	for _, m := range ml.Members {
 		s.members[m.Name] = hexID(m.ID)
 	}
@@ -204,10 +204,11 @@ func (r *legacyRun) legacyState(f *framework.Test) memberState {
 	return s
 }
 
-// podStates are the legacy member Pods' UIDs and etcd restart counts, by Pod name.
-func podStates(f *framework.Test) map[string]adoptedPod {
+// podStates are the member Pods' UIDs and etcd restart counts, by Pod name, of the Pods that
+// selector selects.
+func podStates(f *framework.Test, selector string) map[string]adoptedPod {
 	f.T.Helper()
-	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: legacySelector()})
+	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		f.T.Fatal(err)
 	}
@@ -363,20 +364,7 @@ func (r *legacyRun) requireKept(f *framework.Test, clusterID string, members map
 	if !maps.Equal(members, r.before.members) {
 		f.T.Errorf("members %v after the adoption, were %v", members, r.before.members)
 	}
-	pods, err := f.Kube.CoreV1().Pods(f.Namespace).List(f.Ctx, metav1.ListOptions{LabelSelector: podSelector(legacyName)})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	after := map[string]adoptedPod{}
-	for _, p := range pods.Items {
-		st := adoptedPod{uid: p.UID}
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == legacy.ContainerName {
-				st.restarts = cs.RestartCount
-			}
-		}
-		after[p.Name] = st
-	}
+	after := podStates(f, podSelector(legacyName))
 	if !maps.Equal(after, r.before.pods) {
 		f.T.Errorf("member Pods (UID, restarts) %v after the adoption, were %v: a Pod was replaced or restarted", after, r.before.pods)
 	}

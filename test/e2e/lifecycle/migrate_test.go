@@ -145,6 +145,13 @@ func (r *legacyRun) migrate(f *framework.Test, load *podLoad) {
 	f.T.Helper()
 	r.dryRun(f)
 	r.apply(f)
+	r.checkAdopted(f, load)
+}
+
+// checkAdopted runs `etcd-migrate verify` and checks what the adoption must keep (cluster ID,
+// member IDs, Pods, HashKV equal) and the traffic, whose longest write gap it records.
+func (r *legacyRun) checkAdopted(f *framework.Test, load *podLoad) {
+	f.T.Helper()
 	res := runMigrate(f, "verify")
 	f.Record("migrate-verify", res.Took, "etcd-migrate verify → exit 0")
 	f.T.Logf("etcd-migrate verify took %s", res.Took)
