@@ -12,8 +12,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/migrate/translate"
 )
 
-// ReadFacts reads what the translation and verify need from etcd: MemberList, AuthStatus, each
-// reachable member's Status, AlarmList, and HashKV of every member at one revision they all have.
+// ReadFacts reads what the translation and verify need from etcd: MemberList, AuthStatus,
+// AlarmList, each reachable member's Status, and HashKV of every member at one revision they all have.
 func ReadFacts(ctx context.Context, s *Session) (*translate.EtcdFacts, error) {
 	members, err := s.MemberList(ctx)
 	if err != nil {
@@ -26,7 +26,6 @@ func ReadFacts(ctx context.Context, s *Session) (*translate.EtcdFacts, error) {
 	if f.AuthEnabled, err = s.AuthEnabled(ctx); err != nil {
 		return nil, fmt.Errorf("AuthStatus: %w", err)
 	}
-	statuses := readStatuses(ctx, s, f)
 	alarms, err := s.AlarmList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("AlarmList: %w", err)
@@ -34,6 +33,7 @@ func ReadFacts(ctx context.Context, s *Session) (*translate.EtcdFacts, error) {
 	for _, a := range alarms {
 		f.Alarms = append(f.Alarms, fmt.Sprintf("%s on %s", a.Type, etcdclient.FormatID(a.MemberID)))
 	}
+	statuses := readStatuses(ctx, s, f)
 	compareHashes(ctx, s, statuses, f)
 	return f, nil
 }
@@ -49,8 +49,8 @@ func readStatuses(ctx context.Context, s *Session, f *translate.EtcdFacts) map[s
 			f.Unhealthy = append(f.Unhealthy, pod+" ("+err.Error()+")")
 			continue
 		}
-		if len(st.Errors) > 0 {
-			f.Unhealthy = append(f.Unhealthy, pod+" ("+strings.Join(st.Errors, "; ")+")")
+		if errs := healthErrors(st.Errors, len(f.Alarms) > 0); len(errs) > 0 {
+			f.Unhealthy = append(f.Unhealthy, pod+" ("+strings.Join(errs, "; ")+")")
 		}
 		out[pod] = st
 		ids[etcdclient.FormatID(st.ClusterID)] = true
@@ -60,6 +60,18 @@ func readStatuses(ctx context.Context, s *Session, f *translate.EtcdFacts) map[s
 	}
 	f.ClusterIDs = slices.Sorted(maps.Keys(ids))
 	return out
+}
+
+// healthErrors are the errors of a member's Status but its reports of active alarms
+// ("memberID:<id> alarm:NOSPACE") when AlarmList listed alarms: the AlarmsActive refusal names
+// those, with the way out (disarm), and a member that is unhealthy only through them is not
+// MemberUnhealthy too, whose advice (wait) never helps against an alarm (docs/migration.md,
+// "Refusals").
+func healthErrors(errs []string, alarmsListed bool) []string {
+	if !alarmsListed {
+		return errs
+	}
+	return slices.DeleteFunc(slices.Clone(errs), func(e string) bool { return strings.Contains(e, "alarm:") })
 }
 
 // compareHashes computes HashKV on every member at the lowest revision any of them reported, a
