@@ -32,6 +32,11 @@ func TestRefusals(t *testing.T) {
 			want: []translate.Code{translate.RefusalEmptyDirStorage}},
 		"a learner": {mutate: func(in *translate.Input) { in.Etcd.Members[2].IsLearner = true },
 			want: []translate.Code{translate.RefusalLearnerPresent}},
+		// Listed first (etcd lists by member ID), a learner added by hand does not decide the
+		// voters' peer scheme: no PeerURLLayout for them.
+		"a learner first, with a plain-HTTP peer URL": {mutate: func(in *translate.Input) {
+			in.Etcd.Members = append([]translate.EtcdMember{{ID: "01", PeerURLs: []string{"http://10.0.0.9:2380"}, IsLearner: true}}, in.Etcd.Members...)
+		}, want: []translate.Code{translate.RefusalLearnerPresent}},
 		"a member whose Pod is not Running": {mutate: func(in *translate.Input) { in.Pods[1].Status.Phase = corev1.PodPending },
 			want: []translate.Code{translate.RefusalMemberPodMismatch}},
 		"a member never started": {mutate: func(in *translate.Input) {

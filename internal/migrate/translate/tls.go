@@ -66,11 +66,18 @@ func (t *translator) translateTLS() {
 	}
 }
 
-// peerHTTPS reports whether peers talk HTTPS: their persisted peer URLs say so, else the
-// listener flag (always https in the legacy layout).
+// peerHTTPS reports whether peers talk HTTPS: the first voting member's persisted peer URL says
+// so, else the listener flag (always https in the legacy layout). A learner does not speak for
+// the voters (one added by hand may have any URL, and etcd lists it first when its ID is
+// lowest); it is refused for itself (LearnerPresent), and must not turn the voters' peer URLs
+// into PeerURLLayout refusals whose fix would break them (docs/migration.md, "Refusals").
 func (t *translator) peerHTTPS() bool {
-	if e := t.in.Etcd; e != nil && len(e.Members) > 0 && len(e.Members[0].PeerURLs) > 0 {
-		return strings.HasPrefix(e.Members[0].PeerURLs[0], "https://")
+	if e := t.in.Etcd; e != nil {
+		for _, m := range e.Members {
+			if !m.IsLearner && len(m.PeerURLs) > 0 {
+				return strings.HasPrefix(m.PeerURLs[0], "https://")
+			}
+		}
 	}
 	return strings.HasPrefix(t.flags["listen-peer-urls"], "https://") || t.flags["peer-auto-tls"] == "true"
 }
