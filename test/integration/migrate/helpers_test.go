@@ -42,9 +42,12 @@ type env struct {
 	ns   string
 	set  *legacyfixture.Set
 	etcd *etcdproc.Cluster
-	// members are the etcd members by legacy cluster name: etcd, and those of clusters a
-	// test adds to the namespace.
+	// members are the etcd members by legacy cluster name (etcd, and those of clusters a
+	// test adds to the namespace) or, for a Pod that reaches another etcd than its cluster's
+	// first member, by Pod name.
 	members map[string]*etcdproc.Cluster
+	// added are the legacy clusters a test added to the namespace, by name.
+	added map[string]*legacyfixture.Set
 }
 
 // newEnv applies the legacy fixture (one member: real etcd processes cannot resolve the
@@ -62,7 +65,7 @@ func newEnv(tb testing.TB) *env {
 	if err := set.Apply(ctx, k8sClient); err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{ns: ns, set: set, members: map[string]*etcdproc.Cluster{}}
+	e := &env{ns: ns, set: set, members: map[string]*etcdproc.Cluster{}, added: map[string]*legacyfixture.Set{}}
 	e.createPodsAndPVCs(tb, set)
 	e.createOperator(tb)
 	e.etcd = e.startMember(tb, set)
@@ -70,16 +73,24 @@ func newEnv(tb testing.TB) *env {
 	return e
 }
 
-// startMember starts the one member of set's cluster under its Pod's name and peer URL.
-func (e *env) startMember(tb testing.TB, set *legacyfixture.Set) *etcdproc.Cluster {
+// startMember starts the one member of set's cluster under its Pod's name and peer URL; args
+// are more etcd flags.
+func (e *env) startMember(tb testing.TB, set *legacyfixture.Set, args ...string) *etcdproc.Cluster {
 	tb.Helper()
-	pod := legacy.PodName(set.Options.Name, 0)
-	peer := fmt.Sprintf("https://%s.%s.%s.svc:%d", pod, legacy.HeadlessServiceName(set.Cluster), e.ns, legacy.PeerPort)
-	c := etcdproc.StartForTest(tb.Context(), tb, etcdproc.Options{ExtraArgs: []string{
-		"--name=" + pod, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=" + pod + "=" + peer,
-	}})
+	c := e.startPodEtcd(tb, set, 0, args...)
 	e.members[set.Options.Name] = c
 	return c
+}
+
+// startPodEtcd starts a single-member etcd named after the Pod of ordinal in set's cluster,
+// with that Pod's peer URL: a cluster of its own.
+func (e *env) startPodEtcd(tb testing.TB, set *legacyfixture.Set, ordinal int, args ...string) *etcdproc.Cluster {
+	tb.Helper()
+	pod := legacy.PodName(set.Options.Name, ordinal)
+	peer := fmt.Sprintf("https://%s.%s.%s.svc:%d", pod, legacy.HeadlessServiceName(set.Cluster), e.ns, legacy.PeerPort)
+	return etcdproc.StartForTest(tb.Context(), tb, etcdproc.Options{ExtraArgs: append([]string{
+		"--name=" + pod, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=" + pod + "=" + peer,
+	}, args...)})
 }
 
 // createPodsAndPVCs stands in for the StatefulSet controller of an applied legacy cluster.
@@ -144,20 +155,24 @@ func (e *env) run(tb testing.TB, o *migrate.Options, w *writes) (string, error) 
 	return out.String(), err
 }
 
-// directDialer reaches a cluster's one etcd member directly instead of port-forwarding to
-// its Pod.
+// directDialer reaches each Running Pod's etcd directly instead of port-forwarding to it:
+// the etcd registered under the Pod's name, else its cluster's.
 type directDialer struct{ members map[string]*etcdproc.Cluster }
 
 func (d directDialer) Dial(ctx context.Context, t phase.Target) (*phase.Session, error) {
-	c := d.members[t.Cluster]
-	if c == nil {
-		return nil, fmt.Errorf("no etcd runs for cluster %s", t.Cluster)
-	}
 	endpoints := map[string]string{}
 	for _, p := range t.Pods {
-		if p.Status.Phase == corev1.PodRunning {
-			endpoints[p.Name] = c.Members[0].ClientURL
+		if p.Status.Phase != corev1.PodRunning {
+			continue
 		}
+		c := d.members[p.Name]
+		if c == nil {
+			c = d.members[t.Cluster]
+		}
+		if c == nil {
+			return nil, fmt.Errorf("no etcd runs for cluster %s", t.Cluster)
+		}
+		endpoints[p.Name] = c.Members[0].ClientURL
 	}
 	if len(endpoints) == 0 {
 		return nil, errors.New("no Running Pod")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,38 +37,72 @@ const refusedName = "cache"
 func TestRefusedClusterUntouchedWhileOthersMigrate(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		code translate.Code
-		// opts spoils the legacy cluster's options; after, the objects applied from them.
-		opts  func(*legacyfixture.Options)
-		after func(*env, *testing.T)
+		// codes are the plan's refusals, sorted: one, but for the etcd states that cannot exist
+		// without another (see each case).
+		codes []translate.Code
+		// opts spoils the legacy cluster's options, etcdArgs its member's flags; after, the
+		// objects applied from them or its etcd.
+		opts     func(*legacyfixture.Options)
+		etcdArgs []string
+		after    func(*env, *testing.T)
 	}{
-		{code: translate.RefusalEmptyDirStorage, opts: func(o *legacyfixture.Options) { o.EmptyDir = true }},
-		{code: translate.RefusalAuthWithoutServerTLS, opts: func(o *legacyfixture.Options) { o.Auth = true }},
-		{code: translate.RefusalStorageTooSmall, opts: func(o *legacyfixture.Options) { o.StorageSize = resource.MustParse("128Mi") }},
-		{code: translate.RefusalPVCMissing, after: (*env).removeRefusedPVC},
-		{code: translate.RefusalPVCForeignOwner, after: (*env).ownRefusedPVC},
+		{codes: codes(translate.RefusalEmptyDirStorage), opts: func(o *legacyfixture.Options) { o.EmptyDir = true }},
+		{codes: codes(translate.RefusalAuthWithoutServerTLS), opts: func(o *legacyfixture.Options) { o.Auth = true }},
+		{codes: codes(translate.RefusalStorageTooSmall), opts: func(o *legacyfixture.Options) { o.StorageSize = resource.MustParse("128Mi") }},
+		{codes: codes(translate.RefusalPVCMissing), after: (*env).removeRefusedPVC},
+		{codes: codes(translate.RefusalPVCForeignOwner), after: (*env).ownRefusedPVC},
 		// Its only member without a Running Pod: nothing to dial.
-		{code: translate.RefusalInspectionFailed, after: (*env).stopRefusedPod},
+		{codes: codes(translate.RefusalInspectionFailed), after: (*env).stopRefusedPod},
+		{codes: codes(translate.RefusalLearnerPresent), after: (*env).addRefusedLearner},
+		{codes: codes(translate.RefusalPeerURLLayout), after: (*env).moveRefusedPeerURL},
+		{codes: codes(translate.RefusalAlarmsActive), etcdArgs: []string{"--quota-backend-bytes=" + strconv.Itoa(refusedQuota)}, after: (*env).fillRefusedQuota},
+		// The image says 3.6.15, the member runs 3.6.16.
+		{codes: codes(translate.RefusalVersionMismatch), opts: func(o *legacyfixture.Options) { o.Image = "quay.io/coreos/etcd:v3.6.15" }},
+		// etcd older than 3.5 is not among the releases the tests run (ETCD_BIN_DIRS): the
+		// image says 3.4.34 while the member runs 3.6.16, which is also a VersionMismatch.
+		{codes: codes(translate.RefusalVersionMismatch, translate.RefusalVersionTooOld), opts: func(o *legacyfixture.Options) { o.Image = "quay.io/coreos/etcd:v3.4.34" }},
+		// Two Pods answered by two separate etcd clusters. Each side lists only its own member,
+		// so the other Pod has none: a split brain is always a MemberPodMismatch as well.
+		{codes: codes(translate.RefusalMemberPodMismatch, translate.RefusalSplitBrain), opts: twoReplicas, after: (*env).splitRefused},
+		// The same, with different data at the same revision on each side. Members of one
+		// cluster cannot diverge here: they would have to reach each other's peer URLs
+		// (<pod>.<headless>.<ns>.svc), which no name server here resolves.
+		{codes: codes(translate.RefusalHashKVMismatch, translate.RefusalMemberPodMismatch, translate.RefusalSplitBrain), opts: twoReplicas, after: (*env).divergeRefused},
+		// The second Pod's etcd does not answer; its member is not in the list the first one
+		// gives (for the same reason), so that is a MemberPodMismatch as well.
+		{codes: codes(translate.RefusalMemberPodMismatch, translate.RefusalMemberUnhealthy), opts: twoReplicas, after: (*env).silenceRefusedSecond},
 	}
 	for _, tc := range cases {
-		t.Run(string(tc.code), func(t *testing.T) {
+		t.Run(codesName(tc.codes), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			opts := legacyfixture.Options{Name: refusedName, Namespace: e.ns, Replicas: 1, Image: etcdImage}
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
-			e.addLegacy(t, opts)
+			e.addLegacy(t, opts, tc.etcdArgs...)
 			if tc.after != nil {
 				tc.after(e, t)
 			}
 			before := e.refusedObjects(t)
 
-			e.assertPlanRefuses(t, tc.code)
+			e.assertPlanRefuses(t, tc.codes)
 			e.assertApplyLeavesRefusedUntouched(t, before)
 		})
 	}
 }
+
+func codes(c ...translate.Code) []translate.Code { return c }
+
+func codesName(c []translate.Code) string {
+	parts := make([]string, len(c))
+	for i := range c {
+		parts[i] = string(c[i])
+	}
+	return strings.Join(parts, "+")
+}
+
+func twoReplicas(o *legacyfixture.Options) { o.Replicas = 2 }
 
 // assertApplyLeavesRefusedUntouched runs --apply: the healthy cluster is adopted, and no
 // object of the refused one changes, appears or goes.
@@ -102,9 +137,9 @@ func (e *env) assertApplyLeavesRefusedUntouched(t *testing.T, before map[string]
 	}
 }
 
-// addLegacy applies one more legacy cluster of one member to the namespace, with its Pod, PVC
-// and etcd member.
-func (e *env) addLegacy(tb testing.TB, o legacyfixture.Options) {
+// addLegacy applies one more legacy cluster to the namespace, with its Pods and PVCs, and the
+// etcd member of its first Pod (args are more flags of it).
+func (e *env) addLegacy(tb testing.TB, o legacyfixture.Options, args ...string) {
 	tb.Helper()
 	set, err := legacyfixture.Build(o)
 	if err != nil {
@@ -114,7 +149,8 @@ func (e *env) addLegacy(tb testing.TB, o legacyfixture.Options) {
 		tb.Fatal(err)
 	}
 	e.createPodsAndPVCs(tb, set)
-	e.startMember(tb, set)
+	e.added[o.Name] = set
+	e.startMember(tb, set, args...)
 }
 
 // stopRefusedPod marks the refused cluster's Pod Pending, as the kubelet reports one whose
@@ -166,17 +202,22 @@ func (e *env) removeRefusedPVC(t *testing.T) {
 }
 
 // assertPlanRefuses checks that the dry run, as text and as JSON, refuses the refused cluster
-// with code and plans the healthy one's adoption, and exits 3 (docs/migration.md, "Exit codes").
-func (e *env) assertPlanRefuses(t *testing.T, code translate.Code) {
+// with exactly codes and plans the healthy one's adoption, and exits 3 (docs/migration.md,
+// "Exit codes").
+func (e *env) assertPlanRefuses(t *testing.T, want []translate.Code) {
 	t.Helper()
 	refused, healthy := e.ns+"/"+refusedName, e.ns+"/"+clusterName
 	out, err := e.run(t, e.options(false), newWrites(0))
 	if c := invocation.Code(err); c != invocation.ExitRefused {
 		t.Fatalf("dry run exited %d (%v), want %d", c, err, invocation.ExitRefused)
 	}
-	if !strings.Contains(out, "Cluster "+refused+": REFUSED") || !strings.Contains(out, string(code)+" (") ||
-		!strings.Contains(out, "2 cluster(s): 1 to adopt, 1 refused") {
-		t.Errorf("the text plan does not refuse %s with %s:\n%s", refused, code, out)
+	if !strings.Contains(out, "Cluster "+refused+": REFUSED") || !strings.Contains(out, "2 cluster(s): 1 to adopt, 1 refused") {
+		t.Errorf("the text plan does not refuse %s:\n%s", refused, out)
+	}
+	for _, code := range want {
+		if !strings.Contains(out, string(code)+" (") {
+			t.Errorf("the text plan does not name %s:\n%s", code, out)
+		}
 	}
 	o := e.options(false)
 	o.Output = migrate.OutputJSON
@@ -191,13 +232,13 @@ func (e *env) assertPlanRefuses(t *testing.T, code translate.Code) {
 	verdicts := map[string]string{}
 	for _, p := range r.Clusters {
 		verdicts[p.Cluster] = p.Verdict
-		codes := make([]translate.Code, 0, len(p.Refusals))
+		got := make([]translate.Code, 0, len(p.Refusals))
 		for _, f := range p.Refusals {
-			codes = append(codes, f.Code)
+			got = append(got, f.Code)
 		}
-		t.Logf("%s: %s, refusals %v", p.Cluster, p.Verdict, codes)
-		if p.Cluster == refused && !slices.Equal(codes, []translate.Code{code}) {
-			t.Errorf("the JSON plan refuses %s with %v, want %s alone", refused, codes, code)
+		t.Logf("%s: %s, refusals %v", p.Cluster, p.Verdict, got)
+		if p.Cluster == refused && !slices.Equal(slices.Compact(got), want) {
+			t.Errorf("the JSON plan refuses %s with %v, want %v", refused, got, want)
 		}
 	}
 	if verdicts[refused] != plan.VerdictRefused || verdicts[healthy] != plan.VerdictAdopt {
