@@ -21,6 +21,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdsnapshot"
 	"github.com/etcd-operator/etcd-operator/internal/desired"
 	"github.com/etcd-operator/etcd-operator/internal/snapshot"
+	"github.com/etcd-operator/etcd-operator/test/utils/agentrun"
 	"github.com/etcd-operator/etcd-operator/test/utils/apiserver"
 )
 
@@ -91,40 +92,11 @@ func requirePhase(t *testing.T, s *etcdv1alpha2.EtcdSnapshot, phase etcdv1alpha2
 // reported res.
 func (w *snapshotWorld) finishJob(name string, res snapshot.Result) {
 	w.t.Helper()
-	ctx := w.t.Context()
 	job := &batchv1.Job{}
-	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: desired.SnapshotJobName(name)}, job); err != nil {
+	if err := k8sClient.Get(w.t.Context(), client.ObjectKey{Namespace: w.ns, Name: desired.SnapshotJobName(name)}, job); err != nil {
 		w.t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: job.Name + "-0", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
-		Spec: *job.Spec.Template.Spec.DeepCopy()}
-	if err := k8sClient.Create(ctx, pod); err != nil {
-		w.t.Fatal(err)
-	}
-	phase, exit := corev1.PodSucceeded, int32(snapshot.ExitOK)
-	if res.Failed() {
-		phase, exit = corev1.PodFailed, int32(res.Reason.ExitCode())
-	}
-	pod.Status.Phase = phase
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: desired.SnapshotAgentContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: exit, Message: string(snapshot.EncodeTerminationMessage(res))}}}}
-	if err := k8sClient.Status().Update(ctx, pod); err != nil {
-		w.t.Fatal(err)
-	}
-	now := metav1.Now()
-	job.Status.StartTime = &now
-	if res.Failed() {
-		job.Status.Failed = 1
-		job.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy", LastTransitionTime: now},
-			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy", LastTransitionTime: now}}
-	} else {
-		job.Status.Succeeded, job.Status.CompletionTime = 1, &now
-		job.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now}}
-	}
-	if err := k8sClient.Status().Update(ctx, job); err != nil {
+	if err := agentrun.FinishSnapshotJob(w.t.Context(), k8sClient, job, res); err != nil {
 		w.t.Fatal(err)
 	}
 }
