@@ -124,6 +124,13 @@ func (e *env) assertApplyLeavesRefusedUntouched(t *testing.T, before map[string]
 		}
 	}
 	e.assertAdopted(t)
+	e.assertRefusedUnchanged(t, before)
+}
+
+// assertRefusedUnchanged compares the refused cluster's objects with before: none changed or
+// went, and none appeared but those named in appeared (by refusedObjects' keys).
+func (e *env) assertRefusedUnchanged(t *testing.T, before map[string]string, appeared ...string) {
+	t.Helper()
 	after := e.refusedObjects(t)
 	for k, v := range before {
 		if after[k] != v {
@@ -131,8 +138,13 @@ func (e *env) assertApplyLeavesRefusedUntouched(t *testing.T, before map[string]
 		}
 	}
 	for k := range after {
-		if _, ok := before[k]; !ok {
+		if _, ok := before[k]; !ok && !slices.Contains(appeared, k) {
 			t.Errorf("%s appeared", k)
+		}
+	}
+	for _, k := range appeared {
+		if _, ok := after[k]; !ok {
+			t.Errorf("%s did not appear", k)
 		}
 	}
 }
