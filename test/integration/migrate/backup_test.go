@@ -42,6 +42,8 @@ func TestBackupFailureExcludesOnlyThatCluster(t *testing.T) {
 
 	o := e.options(true)
 	o.SkipBackup, o.PVC = false, migrate.PVCFlags{Claim: "backups", SubPath: subPath}
+	// Bounds the run when no agent ends a Job (runBackupJobs stopped on an error).
+	o.BackupTimeout = time.Minute
 	w := newWrites(-1)
 	done := make(chan runResult, 1)
 	go func() {
@@ -92,7 +94,9 @@ func (e *env) runBackupJobs(t *testing.T, claims map[string]string, done <-chan 
 		}
 		jobs := &batchv1.JobList{}
 		if err := k8sClient.List(t.Context(), jobs, client.InNamespace(e.ns)); err != nil {
-			t.Fatal(err)
+			// The run logs through t: it must end before the test does.
+			t.Error(err)
+			return <-done
 		}
 		for i := range jobs.Items {
 			job := &jobs.Items[i]
@@ -110,7 +114,8 @@ func (e *env) runBackupJobs(t *testing.T, claims map[string]string, done <-chan 
 			code, res := agentrun.Snapshot(t.Context(), t, env)
 			t.Logf("backup of %s: exit %d, %+v", cluster, code, res)
 			if err := agentrun.FinishSnapshotJob(t.Context(), k8sClient, job, res); err != nil {
-				t.Fatal(err)
+				t.Error(err)
+				return <-done
 			}
 		}
 	}
