@@ -31,6 +31,10 @@ import (
 // cluster has it in its name.
 const refusedName = "cache"
 
+// strayPeer is the peer URL of the refused member in the MemberPodMismatch case, which runs
+// under a name no Pod has.
+const strayPeer = "https://stray:2380"
+
 // A refused cluster is left untouched while the others in its namespace are adopted
 // (docs/migration.md, "Refusals"). The refused cluster has a real etcd member of its own, so
 // that the case's refusal is its only one: the plan must name exactly that code.
@@ -53,11 +57,20 @@ func TestRefusedClusterUntouchedWhileOthersMigrate(t *testing.T) {
 		{codes: codes(translate.RefusalPVCForeignOwner), after: (*env).ownRefusedPVC},
 		// Its only member without a Running Pod: nothing to dial.
 		{codes: codes(translate.RefusalInspectionFailed), after: (*env).stopRefusedPod},
+		// Its etcd runs under another member name than its Pod's: the member has no Pod of its
+		// name, the Pod no member. The peer URL goes with the name (etcd wants its own name in
+		// --initial-cluster); it is not checked for a member without a Pod.
+		{codes: codes(translate.RefusalMemberPodMismatch), etcdArgs: []string{
+			"--name=stray", "--initial-advertise-peer-urls=" + strayPeer, "--initial-cluster=stray=" + strayPeer,
+		}},
 		{codes: codes(translate.RefusalLearnerPresent), after: (*env).addRefusedLearner},
 		{codes: codes(translate.RefusalPeerURLLayout), after: (*env).moveRefusedPeerURL},
 		{codes: codes(translate.RefusalAlarmsActive), etcdArgs: []string{"--quota-backend-bytes=" + strconv.Itoa(refusedQuota)}, after: (*env).fillRefusedQuota},
 		// The image says 3.6.15, the member runs 3.6.16.
 		{codes: codes(translate.RefusalVersionMismatch), opts: func(o *legacyfixture.Options) { o.Image = "quay.io/coreos/etcd:v3.6.15" }},
+		// A tag with a build suffix, as registry.k8s.io's etcd images have: not guessed at,
+		// so the running version is not compared either.
+		{codes: codes(translate.RefusalVersionUnparsable), opts: func(o *legacyfixture.Options) { o.Image = "registry.k8s.io/etcd:3.6.16-0" }},
 		// etcd older than 3.5 is not among the releases the tests run (ETCD_BIN_DIRS): the
 		// image says 3.4.34 while the member runs 3.6.16, which is also a VersionMismatch.
 		{codes: codes(translate.RefusalVersionMismatch, translate.RefusalVersionTooOld), opts: func(o *legacyfixture.Options) { o.Image = "quay.io/coreos/etcd:v3.4.34" }},
