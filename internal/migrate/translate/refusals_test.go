@@ -142,6 +142,22 @@ func TestVersionOverrideReadsAnUnparsableTag(t *testing.T) {
 	}
 }
 
+// TestUnparsableVersionFixNamesTheRunningVersion: the fix gives the version the members run
+// and the cluster to name, since --version applies to every cluster of the run.
+func TestUnparsableVersionFixNamesTheRunningVersion(t *testing.T) {
+	t.Parallel()
+	in, _ := inspected(t, legacyfixture.Options{Formed: true}, translate.Config{})
+	in.StatefulSet.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/etcd:3.5.12-0"
+	r := translate.Translate(in)
+	if len(r.Refusals) != 1 || r.Refusals[0].Code != translate.RefusalVersionUnparsable {
+		t.Fatalf("refusals %+v, want VersionUnparsable alone", r.Refusals)
+	}
+	want := "--version " + in.Etcd.Version + " --cluster " + in.Cluster.Name
+	if fix := r.Refusals[0].Fix; !strings.Contains(fix, want) {
+		t.Errorf("fix %q does not say %q", fix, want)
+	}
+}
+
 func TestNoLegacyClusterIsARefusal(t *testing.T) {
 	t.Parallel()
 	r := translate.Translate(translate.Input{})

@@ -30,7 +30,7 @@ func (t *translator) translateVersion() {
 	case !ok && t.in.StatefulSet != nil:
 		t.refuse(RefusalVersionUnparsable, "StatefulSet "+t.in.StatefulSet.Name+" container etcd image",
 			fmt.Sprintf("cannot read an etcd version X.Y.Z from the %s", source),
-			"pass the running version with --version X.Y.Z")
+			versionFix(t.in))
 		return
 	case !ok:
 		return
@@ -96,4 +96,16 @@ func less(a, b [3]int) bool {
 		}
 	}
 	return false
+}
+
+// versionFix tells how to name the version of a cluster whose image tag does not say it: the
+// running version when etcd reported one, and that --version applies to every cluster of a run,
+// so a namespace whose clusters run different versions takes one run per version
+// (docs/migration.md, "Flags").
+func versionFix(in Input) string {
+	v := "X.Y.Z"
+	if in.Etcd != nil && in.Etcd.Version != "" {
+		v = in.Etcd.Version
+	}
+	return fmt.Sprintf("re-run with --version %s --cluster %s: --version applies to every cluster of the run", v, in.Cluster.Name)
 }
