@@ -24,8 +24,10 @@ import (
 const VolumesPerNode = 160
 
 // ExpandableVolumesPerNode is how many local PVs up keeps available on each node in
-// ExpandableStorageClassName.
-const ExpandableVolumesPerNode = 12
+// ExpandableStorageClassName. As in the default class, Released PVs come back only with the
+// next up: with 12 per node a full e2e set ran one node dry (the migration tests take up to 7
+// each), and a snapshot Job's claim waited for a provisioner that does not exist.
+const ExpandableVolumesPerNode = 48
 
 // volumeCapacity is the nominal size of each local PV; local volumes do not enforce it, so
 // it only has to be at least what tests request.
