@@ -61,17 +61,7 @@ func TestMigratePlaintextUnderWrites(t *testing.T) {
 func TestMigratePeerAutoTLSUnderWrites(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Migration, framework.Tools, framework.Security)
-	requireOperator(f)
-	r := startLegacy(f, legacyfixture.PeerAutoTLS, false)
-	r.backupClaim = "premigrate"
-	r.writer = f.StartClientPod("writer")
-	load := r.startPodLoad(f, legacyName, "/migrate/")
-	r.stopController(f)
-	r.migrate(f, load)
-	ec, err := getCluster(f.Ctx, f, legacyName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, ec := migrateTLSWithBackup(f, legacyfixture.PeerAutoTLS, false)
 	if ec.Annotations[etcdv1alpha2.AnnotationPeerAutoTLS] != "true" {
 		t.Errorf("adopted cluster annotations %v, want %s=true", ec.Annotations, etcdv1alpha2.AnnotationPeerAutoTLS)
 	}
@@ -90,8 +80,22 @@ func TestMigratePeerAutoTLSUnderWrites(t *testing.T) {
 func TestMigrateTLSAuthUnderWrites(t *testing.T) {
 	t.Parallel()
 	f := framework.NewTest(t, framework.Migration, framework.Tools, framework.Security)
+	r, ec := migrateTLSWithBackup(f, legacyfixture.TLS, true)
+	if ec.Spec.Auth == nil || !ec.Spec.Auth.Enabled || ec.Spec.TLS == nil || ec.Spec.TLS.Peer == nil {
+		t.Errorf("adopted cluster spec auth %+v, tls %+v: want auth on and peer TLS from the legacy peer Secret", ec.Spec.Auth, ec.Spec.TLS)
+	}
+	waitAuthLatched(f, legacyName)
+	r.reissueCertificates(f)
+	r.operateAdopted(f)
+}
+
+// migrateTLSWithBackup is the part both TLS variants share: the legacy cluster of variant
+// under traffic from a client Pod, the legacy controller stopped, the adoption with the
+// mandatory backup to a PVC, and the adopted cluster read back.
+func migrateTLSWithBackup(f *framework.Test, variant legacyfixture.Variant, auth bool) (*legacyRun, *etcdv1alpha2.EtcdCluster) {
+	f.T.Helper()
 	requireOperator(f)
-	r := startLegacy(f, legacyfixture.TLS, true)
+	r := startLegacy(f, variant, auth)
 	r.backupClaim = "premigrate"
 	r.writer = f.StartClientPod("writer")
 	load := r.startPodLoad(f, legacyName, "/migrate/")
@@ -99,14 +103,9 @@ func TestMigrateTLSAuthUnderWrites(t *testing.T) {
 	r.migrate(f, load)
 	ec, err := getCluster(f.Ctx, f, legacyName)
 	if err != nil {
-		t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	if ec.Spec.Auth == nil || !ec.Spec.Auth.Enabled || ec.Spec.TLS == nil || ec.Spec.TLS.Peer == nil {
-		t.Errorf("adopted cluster spec auth %+v, tls %+v: want auth on and peer TLS from the legacy peer Secret", ec.Spec.Auth, ec.Spec.TLS)
-	}
-	waitAuthLatched(f, legacyName)
-	r.reissueCertificates(f)
-	r.operateAdopted(f)
+	return r, ec
 }
 
 // refuseWhileControllerRuns runs --apply while the stand-in legacy controller runs: the gate
